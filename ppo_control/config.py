@@ -1,0 +1,212 @@
+"""One frozen, validated configuration for PPO and GRPO runs.
+
+Every field carries a one-line ``help`` that becomes the CLI's ``--help`` text.
+Invalid values and invalid combinations are rejected at construction with a
+message that says what to change.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+
+class ConfigError(ValueError):
+    """A configuration value or combination that cannot run."""
+
+
+def _f(default, help: str, **kw):
+    return field(default=default, metadata={"help": help, **kw})
+
+
+@dataclass(frozen=True)
+class Config:
+    # --- what to run -------------------------------------------------------
+    env_id: str = _f("HalfCheetah-v5", "gymnasium env id with a continuous Box action space")
+    algo: str = _f("ppo", "algorithm: ppo (critic + GAE) or grpo (critic-free, groups from shared start states)",
+                   choices=("ppo", "grpo"))
+    total_steps: int = _f(1_000_000, "total environment steps to train for")
+    seed: int = _f(1, "seed for torch, numpy and the environments")
+    device: str = _f("auto", "torch device for the networks: cpu, cuda, cuda:N or auto")
+    torch_threads: int = _f(1, "torch intra-op threads (0 = leave torch's default); 1 is fastest for small MLPs")
+    # --- environments ------------------------------------------------------
+    num_envs: int = _f(1, "number of parallel environments")
+    vectorization: str = _f("sync", "vector env backend: sync (one process) or async (one process per env)",
+                            choices=("sync", "async"))
+    num_steps: int = _f(2048, "PPO: steps collected per env per iteration (batch = num_envs * num_steps)")
+    # --- optimisation ------------------------------------------------------
+    lr: float = _f(3e-4, "Adam learning rate")
+    anneal_lr: bool = _f(True, "linearly anneal the learning rate to 0 over the run")
+    adam_eps: float = _f(1e-5, "Adam epsilon")
+    update_epochs: int = _f(10, "passes over each batch")
+    num_minibatches: int = _f(32, "minibatches per epoch (must divide the batch size)")
+    max_grad_norm: float = _f(0.5, "gradient-norm clip, applied to the policy and the critic separately")
+    target_kl: Optional[float] = _f(None, "stop the epochs early when the approximate KL exceeds this (none = off)")
+    # --- PPO objective -----------------------------------------------------
+    gamma: float = _f(0.99, "discount factor")
+    gae_lambda: float = _f(0.95, "GAE lambda (1 = Monte-Carlo returns, 0 = one-step TD)")
+    clip_coef: float = _f(0.2, "PPO ratio clip epsilon")
+    dual_clip: Optional[float] = _f(None, "dual-clip constant c > 1: lower bound c*A where A < 0 (none = plain PPO)")
+    norm_adv: bool = _f(True, "normalise advantages per minibatch (PPO)")
+    ent_coef: float = _f(0.0, "entropy bonus coefficient")
+    vf_coef: float = _f(0.5, "value loss coefficient")
+    clip_vloss: bool = _f(False, "clip the value update around the old value estimate (PPO)")
+    # --- agent -------------------------------------------------------------
+    hidden_sizes: Tuple[int, ...] = _f((64, 64), "hidden layer sizes of policy and critic, e.g. 64,64")
+    activation: str = _f("tanh", "hidden activation", choices=("tanh", "relu", "elu", "silu"))
+    init_log_std: float = _f(0.0, "initial log standard deviation of the Gaussian policy")
+    log_std_min: float = _f(-5.0, "lower clamp of log_std, keeps std > 0 (no underflow)")
+    log_std_max: float = _f(2.0, "upper clamp of log_std")
+    norm_obs: bool = _f(True, "running mean/std observation normalisation (kept in the checkpoint)")
+    obs_clip: float = _f(10.0, "clip normalised observations to [-obs_clip, obs_clip]")
+    norm_reward: bool = _f(True, "scale rewards by the running std of the discounted return")
+    reward_clip: float = _f(10.0, "clip scaled rewards to [-reward_clip, reward_clip]")
+    # --- GRPO --------------------------------------------------------------
+    group_size: int = _f(16, "GRPO: rollouts per group, all started from the same simulator state")
+    start_state: str = _f("reset", "GRPO: where group start states come from: reset or visited",
+                          choices=("reset", "visited"))
+    horizon: Optional[int] = _f(None, "GRPO: max steps per group rollout (none = until the episode ends)")
+    grpo_advantage: str = _f("outcome", "GRPO advantage: outcome (whole-rollout return) or per_step (reward-to-go)",
+                             choices=("outcome", "per_step"))
+    leave_one_out: bool = _f(False, "GRPO: baseline is the mean of the other members (ablation)")
+    kl_coef: float = _f(0.0, "GRPO: beta of the k3 KL penalty to the reference policy (0 = off)")
+    ref_update_every: int = _f(0, "GRPO: refresh the reference policy every K iterations (0 = keep the initial)")
+    zero_signal_threshold: float = _f(1e-6, "GRPO: groups with return std below this count as zero-signal")
+    groups_per_iter: int = _f(1, "GRPO: group rounds collected per iteration (each round = num_envs/group_size groups)")
+    # --- outputs -----------------------------------------------------------
+    out_dir: str = _f("runs", "directory under which each run gets its own folder")
+    run_name: Optional[str] = _f(None, "run folder name (none = env__algo__seed__time)")
+    checkpoint_every: int = _f(10, "write a checkpoint every N iterations (and always at the end / on Ctrl-C)")
+    eval_episodes: int = _f(10, "deterministic evaluation episodes at the end of training (0 = skip)")
+    progress: bool = _f(True, "show a live progress bar")
+    tensorboard: bool = _f(True, "write TensorBoard event files")
+    preset: str = _f("default", "name of the preset this config started from (informational)")
+
+    def __post_init__(self):
+        if isinstance(self.hidden_sizes, list):
+            object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
+        _validate(self)
+
+    # ---- derived sizes ----------------------------------------------------
+    @property
+    def batch_size(self) -> int:
+        """PPO: transitions per iteration."""
+        return self.num_envs * self.num_steps
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.batch_size // self.num_minibatches
+
+    @property
+    def num_iterations(self) -> int:
+        """PPO: iterations needed to reach total_steps (GRPO counts steps as it goes)."""
+        return max(1, self.total_steps // self.batch_size)
+
+    @property
+    def groups_per_round(self) -> int:
+        return self.num_envs // self.group_size
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["hidden_sizes"] = list(self.hidden_sizes)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Config":
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ConfigError(f"unknown config field(s) {unknown}; valid fields: {sorted(names)}")
+        d = dict(d)
+        if "hidden_sizes" in d:
+            d["hidden_sizes"] = tuple(d["hidden_sizes"])
+        return cls(**d)
+
+    def replace(self, **changes) -> "Config":
+        return dataclasses.replace(self, **changes)
+
+
+def _need(cond: bool, msg: str):
+    if not cond:
+        raise ConfigError(msg)
+
+
+def _validate(c: Config):
+    for f in dataclasses.fields(c):
+        choices = f.metadata.get("choices")
+        if choices and getattr(c, f.name) not in choices:
+            raise ConfigError(f"{f.name}={getattr(c, f.name)!r} is not one of {list(choices)}")
+    _need(c.total_steps > 0, f"total_steps must be > 0 (got {c.total_steps})")
+    _need(c.num_envs >= 1, f"num_envs must be >= 1 (got {c.num_envs})")
+    _need(c.num_steps >= 1, f"num_steps must be >= 1 (got {c.num_steps})")
+    _need(c.update_epochs >= 1, f"update_epochs must be >= 1 (got {c.update_epochs})")
+    _need(c.num_minibatches >= 1, f"num_minibatches must be >= 1 (got {c.num_minibatches})")
+    _need(c.lr > 0, f"lr must be > 0 (got {c.lr})")
+    _need(0.0 <= c.gamma <= 1.0, f"gamma must be in [0, 1] (got {c.gamma})")
+    _need(0.0 <= c.gae_lambda <= 1.0, f"gae_lambda must be in [0, 1] (got {c.gae_lambda})")
+    _need(0.0 < c.clip_coef < 1.0, f"clip_coef must be in (0, 1) (got {c.clip_coef})")
+    _need(c.dual_clip is None or c.dual_clip > 1.0,
+          f"dual_clip must be > 1 (the lower bound is c*A for A < 0), or none to disable it (got {c.dual_clip})")
+    for name in ("ent_coef", "vf_coef", "kl_coef", "max_grad_norm"):
+        _need(getattr(c, name) >= 0, f"{name} must be >= 0 (got {getattr(c, name)})")
+    _need(c.target_kl is None or c.target_kl > 0, f"target_kl must be > 0 or none (got {c.target_kl})")
+    _need(len(c.hidden_sizes) >= 1 and all(int(h) > 0 for h in c.hidden_sizes),
+          f"hidden_sizes must be positive integers, e.g. 64,64 (got {c.hidden_sizes})")
+    _need(c.log_std_min < c.log_std_max, "log_std_min must be below log_std_max")
+    _need(c.log_std_min <= c.init_log_std <= c.log_std_max,
+          f"init_log_std={c.init_log_std} must lie inside [log_std_min, log_std_max]")
+    _need(c.obs_clip > 0 and c.reward_clip > 0, "obs_clip and reward_clip must be > 0")
+    _need(c.checkpoint_every >= 1, f"checkpoint_every must be >= 1 (got {c.checkpoint_every})")
+    _need(c.eval_episodes >= 0, f"eval_episodes must be >= 0 (got {c.eval_episodes})")
+    _need(c.device == "auto" or c.device == "cpu" or c.device.startswith("cuda"),
+          f"device must be cpu, cuda, cuda:N or auto (got {c.device!r})")
+    if c.algo == "ppo":
+        _need(c.batch_size % c.num_minibatches == 0,
+              f"num_minibatches={c.num_minibatches} must divide the batch size num_envs*num_steps="
+              f"{c.batch_size}; change num_minibatches, num_envs or num_steps")
+        _need(c.minibatch_size >= 2, f"minibatches of {c.minibatch_size} transitions are too small; "
+                                     f"lower num_minibatches")
+        _need(c.kl_coef == 0, "kl_coef (KL to a reference policy) is a GRPO option; use --algo grpo or set it to 0")
+    else:
+        _need(c.group_size >= 2, f"group_size must be >= 2 for group-relative advantages (got {c.group_size})")
+        _need(c.num_envs % c.group_size == 0,
+              f"num_envs={c.num_envs} must be a multiple of group_size={c.group_size}; "
+              f"e.g. set --num-envs {c.group_size * max(1, c.num_envs // c.group_size)}")
+        _need(c.horizon is None or c.horizon >= 1, f"horizon must be >= 1 or none (got {c.horizon})")
+        _need(c.groups_per_iter >= 1, f"groups_per_iter must be >= 1 (got {c.groups_per_iter})")
+        _need(c.ref_update_every >= 0, f"ref_update_every must be >= 0 (got {c.ref_update_every})")
+        _need(not c.clip_vloss, "clip_vloss has no meaning for GRPO (it has no critic); remove --clip-vloss")
+
+
+# Presets --------------------------------------------------------------------
+# "classic": the MuJoCo PPO settings of Schulman et al. (2017) as used by most
+# public benchmarks, so returns compare with the literature.
+CLASSIC = dict(num_envs=1, num_steps=2048, num_minibatches=32, update_epochs=10, lr=3e-4,
+               anneal_lr=True, gamma=0.99, gae_lambda=0.95, clip_coef=0.2, ent_coef=0.0,
+               vf_coef=0.5, max_grad_norm=0.5, norm_obs=True, norm_reward=True, obs_clip=10.0,
+               reward_clip=10.0, hidden_sizes=(64, 64), activation="tanh", clip_vloss=False,
+               norm_adv=True, target_kl=None, dual_clip=None, init_log_std=0.0)
+
+# "default": the same batch of 2048 transitions per update, collected by 4
+# envs stepped together (batched policy inference, fewer Python calls).
+DEFAULT = dict(CLASSIC, num_envs=4, num_steps=512)
+
+PRESETS = {"classic": CLASSIC, "default": DEFAULT}
+
+# Per-environment adjustments applied on top of the "default" preset only.
+ENV_OVERRIDES = {
+    "Swimmer-v5": dict(gamma=0.9999),
+}
+
+
+def make_config(preset: str = "default", **overrides) -> Config:
+    """Build a Config from a named preset, env-specific tweaks, then explicit overrides."""
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
+    values = dict(PRESETS[preset])
+    env_id = overrides.get("env_id", Config.env_id)
+    if preset == "default":
+        values.update(ENV_OVERRIDES.get(env_id, {}))
+    values.update(overrides)
+    values["preset"] = preset
+    return Config(**values)

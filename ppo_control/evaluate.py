@@ -1,0 +1,92 @@
+"""Trained policies as plain callables, and deterministic evaluation."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from .checkpoint import CheckpointError, load_checkpoint, load_module_state
+from .config import Config
+from .envs import check_env_id
+from .networks import GaussianPolicy
+from .normalize import ObsNormalizer
+from .state import make_policy
+
+
+class Policy:
+    """Maps raw observations to actions: normalise with the saved statistics, run the
+    policy (mean action, or a sample with ``deterministic=False``), clip to the bounds."""
+
+    def __init__(self, net: GaussianPolicy, obs_norm: ObsNormalizer, low: np.ndarray, high: np.ndarray,
+                 config: Optional[Config] = None):
+        self.net, self.obs_norm, self.low, self.high, self.config = net.eval(), obs_norm, low, high, config
+
+    @torch.inference_mode()
+    def __call__(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
+        """obs [obs_dim] or [B, obs_dim] -> action [act_dim] or [B, act_dim]."""
+        obs = np.asarray(obs, np.float64)
+        single = obs.ndim == 1
+        x = torch.from_numpy(self.obs_norm(obs[None] if single else obs))
+        a = self.net(x) if deterministic else self.net.dist(x).sample()
+        a = np.clip(a.numpy().astype(np.float64), self.low, self.high)
+        return a[0] if single else a
+
+
+def load_policy(run_dir) -> Policy:
+    """Load the policy of a run directory (or a checkpoint file) onto the CPU."""
+    path = Path(run_dir)
+    st = load_checkpoint(path)
+    cfg = Config.from_dict(st["config"])
+    act_space = check_env_id(cfg.env_id)
+    obs_dim = int(st["obs_norm"]["mean"].shape[0])
+    net = make_policy(cfg, obs_dim, int(act_space.shape[0]))
+    load_module_state(net, st["policy"], "policy", path)
+    norm = ObsNormalizer((obs_dim,), cfg.obs_clip, cfg.norm_obs)
+    try:
+        norm.load_state_dict(st["obs_norm"])
+    except (KeyError, ValueError) as e:
+        raise CheckpointError(f"{path}: observation normaliser does not fit: {e}") from None
+    return Policy(net, norm, act_space.low.astype(np.float64), act_space.high.astype(np.float64), cfg)
+
+
+def evaluate(policy: Policy, env_id: str, episodes: int = 10, seed: int = 10_000,
+             deterministic: bool = True, video_path: Optional[str] = None) -> dict:
+    """Run ``episodes`` full episodes; returns mean/std/min/max return and the per-episode lists.
+
+    ``video_path`` records the first episode (needs a working MuJoCo renderer, e.g.
+    ``MUJOCO_GL=egl`` or ``osmesa``; .mp4 needs imageio-ffmpeg, .gif works with pillow).
+    """
+    env = gym.make(env_id, render_mode="rgb_array" if video_path else None)
+    frames, returns, lengths = [], [], []
+    try:
+        for ep in range(episodes):
+            obs, _ = env.reset(seed=seed + ep)
+            done, ret, n = False, 0.0, 0
+            while not done:
+                obs, r, term, trunc, _ = env.step(policy(obs, deterministic))
+                ret, n, done = ret + float(r), n + 1, term or trunc
+                if video_path and ep == 0:
+                    frames.append(_render(env))
+            returns.append(ret)
+            lengths.append(n)
+    finally:
+        env.close()
+    if video_path:
+        import imageio
+        Path(video_path).parent.mkdir(parents=True, exist_ok=True)
+        imageio.mimsave(video_path, frames, fps=int(env.metadata.get("render_fps", 30)))
+    r = np.asarray(returns)
+    return {"episodes": episodes, "mean_return": float(r.mean()), "std_return": float(r.std()),
+            "min_return": float(r.min()), "max_return": float(r.max()), "returns": returns,
+            "lengths": lengths, "deterministic": deterministic, "seed": seed}
+
+
+def _render(env):
+    try:
+        return env.render()
+    except Exception as e:  # no GL context on a headless machine
+        raise RuntimeError(f"rendering failed ({type(e).__name__}: {e}); set MUJOCO_GL=egl (GPU) or "
+                           f"MUJOCO_GL=osmesa (CPU, needs libosmesa) or drop --video") from None

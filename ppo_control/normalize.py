@@ -1,0 +1,96 @@
+"""Running statistics for observation normalisation and reward scaling.
+
+They belong to the agent state: saved in checkpoints and used at evaluation,
+unlike env wrappers whose statistics vanish when the env is rebuilt.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+class RunningMeanStd:
+    """Mean/variance of a stream of arrays of shape ``shape`` (parallel-variance update, float64)."""
+
+    def __init__(self, shape=(), epsilon: float = 1e-4):
+        self.mean = np.zeros(shape, np.float64)
+        self.var = np.ones(shape, np.float64)
+        self.count = float(epsilon)
+
+    def update(self, x: np.ndarray) -> None:
+        """x [B, *shape]."""
+        x = np.asarray(x, np.float64)
+        b_mean, b_var, b_count = x.mean(0), x.var(0), x.shape[0]
+        delta = b_mean - self.mean
+        tot = self.count + b_count
+        self.mean = self.mean + delta * b_count / tot
+        m2 = self.var * self.count + b_var * b_count + delta ** 2 * self.count * b_count / tot
+        self.var = m2 / tot
+        self.count = tot
+
+    def state_dict(self) -> dict:
+        return {"mean": torch.from_numpy(np.array(self.mean, np.float64)),
+                "var": torch.from_numpy(np.array(self.var, np.float64)),
+                "count": self.count}
+
+    def load_state_dict(self, d: dict) -> None:
+        mean, var = np.array(d["mean"].numpy()), np.array(d["var"].numpy())
+        if mean.shape != self.mean.shape:
+            raise ValueError(f"normaliser shape {mean.shape} does not match {self.mean.shape}")
+        self.mean, self.var, self.count = mean.astype(np.float64), var.astype(np.float64), float(d["count"])
+
+
+class ObsNormalizer:
+    """(obs - mean) / sqrt(var + eps), clipped; ``enabled=False`` makes it a float32 cast."""
+
+    def __init__(self, shape, clip: float = 10.0, enabled: bool = True, eps: float = 1e-8):
+        self.rms = RunningMeanStd(shape)
+        self.clip, self.enabled, self.eps = clip, enabled, eps
+
+    def __call__(self, obs: np.ndarray, update: bool = False) -> np.ndarray:
+        """obs [B, obs_dim] -> float32 [B, obs_dim]; ``update`` folds obs into the statistics first."""
+        if not self.enabled:
+            return np.asarray(obs, np.float32)
+        if update:
+            self.rms.update(obs)
+        out = (obs - self.rms.mean) / np.sqrt(self.rms.var + self.eps)
+        return np.clip(out, -self.clip, self.clip).astype(np.float32)
+
+    def state_dict(self) -> dict:
+        return self.rms.state_dict()
+
+    def load_state_dict(self, d: dict) -> None:
+        self.rms.load_state_dict(d)
+
+
+class RewardScaler:
+    """Divide rewards by the running std of the discounted return, then clip.
+
+    The per-env discounted return restarts at every episode boundary
+    (terminated or truncated).
+    """
+
+    def __init__(self, num_envs: int, gamma: float, clip: float = 10.0, enabled: bool = True,
+                 eps: float = 1e-8):
+        self.rms = RunningMeanStd(())
+        self.returns = np.zeros(num_envs, np.float64)
+        self.gamma, self.clip, self.enabled, self.eps = gamma, clip, enabled, eps
+
+    def __call__(self, reward: np.ndarray, done: np.ndarray) -> np.ndarray:
+        """reward [N], done [N] (episode ended at this step) -> scaled float32 [N]."""
+        if not self.enabled:
+            return np.asarray(reward, np.float32)
+        self.returns = self.returns * self.gamma + reward
+        self.rms.update(self.returns)
+        self.returns[done] = 0.0
+        out = reward / np.sqrt(self.rms.var + self.eps)
+        return np.clip(out, -self.clip, self.clip).astype(np.float32)
+
+    def state_dict(self) -> dict:
+        return {"rms": self.rms.state_dict(), "returns": torch.from_numpy(self.returns.copy())}
+
+    def load_state_dict(self, d: dict) -> None:
+        self.rms.load_state_dict(d["rms"])
+        returns = d["returns"].numpy().astype(np.float64)
+        if returns.shape == self.returns.shape:
+            self.returns = returns

@@ -1,0 +1,119 @@
+"""Experience collection: ``collect_steps`` (PPO) -> ``Batch`` of ``[T, N]`` tensors."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+import numpy as np
+import torch
+
+from .envs import VecEnv
+from .networks import GaussianPolicy, ValueNet
+from .normalize import ObsNormalizer, RewardScaler
+
+
+@dataclass
+class Batch:
+    """One iteration's data. Shapes: ``[T, N, ...]`` (time, env) until ``flat()``.
+
+    ``logprobs`` are the behaviour policy's log-probs, stored at collection time
+    under ``inference_mode`` and so never part of any graph.  ``actions`` are the
+    raw Gaussian samples (before clipping to the action bounds).
+    """
+    obs: torch.Tensor            # [T, N, obs_dim] normalised float32
+    actions: torch.Tensor        # [T, N, act_dim]
+    logprobs: torch.Tensor       # [T, N]
+    rewards: torch.Tensor        # [T, N] (scaled, as trained on)
+    terminated: torch.Tensor     # [T, N] bool
+    truncated: torch.Tensor      # [T, N] bool
+    values: Optional[torch.Tensor] = None       # [T, N] V(s_t)
+    next_values: Optional[torch.Tensor] = None  # [T, N] V of the next obs of the same episode
+    advantages: Optional[torch.Tensor] = None   # [T, N]
+    returns: Optional[torch.Tensor] = None      # [T, N]
+    weights: Optional[torch.Tensor] = None      # [T, N] per-step loss weights (GRPO 1/(G*len))
+    ref_logprobs: Optional[torch.Tensor] = None  # [T, N] reference policy log-probs (GRPO KL)
+    mask: Optional[torch.Tensor] = None         # [T, N] bool, steps that belong to the batch
+
+    def flat(self) -> dict:
+        """Tensors needed by ``update``, flattened to ``[B]`` (masked steps dropped)."""
+        names = ("obs", "actions", "logprobs", "values", "advantages", "returns", "weights", "ref_logprobs")
+        out = {}
+        for n in names:
+            x = getattr(self, n)
+            if x is None:
+                out[n] = None
+            elif self.mask is not None:
+                out[n] = x[self.mask]
+            else:
+                out[n] = x.reshape(-1, *x.shape[2:])
+        return out
+
+
+@dataclass
+class RolloutState:
+    """What collection carries across iterations (saved in checkpoints)."""
+    obs: np.ndarray                      # [N, obs_dim] raw current observation
+    ep_return: np.ndarray                # [N] undiscounted raw return so far
+    ep_length: np.ndarray                # [N]
+    global_step: int = 0
+    episodes: List[Tuple[float, int]] = field(default_factory=list)  # finished since last drain
+
+    def drain_episodes(self) -> List[Tuple[float, int]]:
+        eps, self.episodes = self.episodes, []
+        return eps
+
+
+def record_step(rs: RolloutState, reward: np.ndarray, done: np.ndarray) -> None:
+    """Accumulate raw rewards [N]; finished episodes go to ``rs.episodes``."""
+    rs.ep_return += reward
+    rs.ep_length += 1
+    for i in np.flatnonzero(done):
+        rs.episodes.append((float(rs.ep_return[i]), int(rs.ep_length[i])))
+    rs.ep_return[done] = 0.0
+    rs.ep_length[done] = 0
+
+
+@torch.inference_mode()
+def collect_steps(envs: VecEnv, policy: GaussianPolicy, critic: ValueNet, obs_norm: ObsNormalizer,
+                  rew_scaler: RewardScaler, rs: RolloutState, num_steps: int,
+                  device: torch.device) -> Batch:
+    """Run ``num_steps`` steps in each of the N envs with the stochastic policy."""
+    T, N = num_steps, envs.num_envs
+    obs_buf = np.empty((T, N, envs.obs_dim), np.float32)
+    act_buf = np.empty((T, N, envs.act_dim), np.float32)
+    logp_buf = np.empty((T, N), np.float32)
+    val_buf = np.empty((T + 1, N), np.float32)
+    rew_buf = np.empty((T, N), np.float32)
+    term_buf = np.empty((T, N), bool)
+    trunc_buf = np.empty((T, N), bool)
+    boot = {}  # (t, env) -> V(final obs) for time-limit truncations
+    for t in range(T):
+        o = obs_norm(rs.obs, update=True)
+        obs_buf[t] = o
+        ot = torch.from_numpy(o).to(device)
+        dist = policy.dist(ot)
+        a = dist.sample()
+        logp_buf[t] = dist.log_prob(a).cpu().numpy()
+        val_buf[t] = critic(ot).cpu().numpy()
+        a_np = a.cpu().numpy()
+        act_buf[t] = a_np
+        next_obs, r, term, trunc, final_obs = envs.step(envs.clip_actions(a_np))
+        done = term | trunc
+        record_step(rs, r, done)
+        rew_buf[t] = rew_scaler(r, done)
+        term_buf[t], trunc_buf[t] = term, trunc
+        cut = np.flatnonzero(trunc & ~term)
+        if cut.size:
+            fo = torch.from_numpy(obs_norm(final_obs[cut])).to(device)
+            for i, v in zip(cut, critic(fo).cpu().numpy()):
+                boot[(t, i)] = v
+        rs.obs = next_obs
+        rs.global_step += N
+    val_buf[T] = critic(torch.from_numpy(obs_norm(rs.obs)).to(device)).cpu().numpy()
+    next_vals = val_buf[1:].copy()
+    for (t, i), v in boot.items():
+        next_vals[t, i] = v
+    tt = lambda x: torch.from_numpy(x).to(device)  # noqa: E731
+    return Batch(obs=tt(obs_buf), actions=tt(act_buf), logprobs=tt(logp_buf), rewards=tt(rew_buf),
+                 terminated=tt(term_buf), truncated=tt(trunc_buf), values=tt(val_buf[:T].copy()),
+                 next_values=tt(next_vals))

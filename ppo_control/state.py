@@ -1,0 +1,155 @@
+"""Everything a run holds between iterations, and its exact capture/restore.
+
+``TrainState.capture()`` is a detached copy of the whole state at an iteration
+boundary: networks, optimizer, normalisers, RNGs (torch, minibatch generator,
+each env's own RNG), the simulator state of every env, episode counters and
+step counters.  Restoring it and continuing gives the same numbers as never
+having stopped.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import numpy as np
+import torch
+
+from .checkpoint import CheckpointError, load_module_state
+from .config import Config
+from .envs import VecEnv, make_vec_env
+from .networks import GaussianPolicy, ValueNet
+from .normalize import ObsNormalizer, RewardScaler
+from .rollout import RolloutState
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device={name!r} but CUDA is not available here; use --device cpu or auto")
+    return torch.device(name)
+
+
+def _tensors(x):
+    """numpy arrays -> tensors, recursively (checkpoints hold no pickled numpy objects)."""
+    if isinstance(x, np.ndarray):
+        return torch.from_numpy(x.copy())
+    if isinstance(x, dict):
+        return {k: _tensors(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_tensors(v) for v in x]
+    return x
+
+
+def _arrays(x):
+    if isinstance(x, torch.Tensor):
+        return x.numpy().copy()
+    if isinstance(x, dict):
+        return {k: _arrays(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_arrays(v) for v in x]
+    return x
+
+
+def make_policy(cfg: Config, obs_dim: int, act_dim: int) -> GaussianPolicy:
+    return GaussianPolicy(obs_dim, act_dim, cfg.hidden_sizes, cfg.activation, cfg.init_log_std,
+                          cfg.log_std_min, cfg.log_std_max)
+
+
+@dataclass
+class TrainState:
+    cfg: Config
+    envs: VecEnv
+    device: torch.device
+    policy: GaussianPolicy
+    critic: Optional[ValueNet]
+    ref_policy: Optional[GaussianPolicy]
+    optimizer: torch.optim.Optimizer
+    obs_norm: ObsNormalizer
+    rew_scaler: RewardScaler
+    rollout: RolloutState
+    generator: torch.Generator
+    np_rng: np.random.Generator
+    iteration: int = 0
+    wall_time: float = 0.0
+    recent_returns: List[float] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)  # algorithm-specific state (e.g. GRPO start-state pool)
+
+    @classmethod
+    def build(cls, cfg: Config) -> "TrainState":
+        if cfg.torch_threads > 0:
+            torch.set_num_threads(cfg.torch_threads)
+        device = resolve_device(cfg.device)
+        torch.manual_seed(cfg.seed)
+        envs = make_vec_env(cfg.env_id, cfg.num_envs, cfg.vectorization)
+        policy = make_policy(cfg, envs.obs_dim, envs.act_dim).to(device)
+        critic = ValueNet(envs.obs_dim, cfg.hidden_sizes, cfg.activation).to(device) if cfg.algo == "ppo" else None
+        ref = None
+        if cfg.algo == "grpo":
+            ref = copy.deepcopy(policy).requires_grad_(False)
+        params = list(policy.parameters()) + (list(critic.parameters()) if critic is not None else [])
+        opt = torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps)
+        obs = envs.reset(seed=cfg.seed)
+        rs = RolloutState(obs=obs, ep_return=np.zeros(cfg.num_envs), ep_length=np.zeros(cfg.num_envs, np.int64))
+        return cls(cfg=cfg, envs=envs, device=device, policy=policy, critic=critic, ref_policy=ref,
+                   optimizer=opt, obs_norm=ObsNormalizer((envs.obs_dim,), cfg.obs_clip, cfg.norm_obs),
+                   rew_scaler=RewardScaler(cfg.num_envs, cfg.gamma, cfg.reward_clip, cfg.norm_reward),
+                   rollout=rs, generator=torch.Generator().manual_seed(cfg.seed),
+                   np_rng=np.random.default_rng(cfg.seed))
+
+    # ---- capture / restore ----------------------------------------------------
+    def capture(self) -> dict:
+        """Detached copy of the full state (a checkpoint's content)."""
+        cpu = lambda sd: {k: v.detach().cpu().clone() for k, v in sd.items()}  # noqa: E731
+        rs = self.rollout
+        return {
+            "config": self.cfg.to_dict(),
+            "iteration": self.iteration,
+            "global_step": rs.global_step,
+            "wall_time": self.wall_time,
+            "policy": cpu(self.policy.state_dict()),
+            "critic": cpu(self.critic.state_dict()) if self.critic is not None else None,
+            "ref_policy": cpu(self.ref_policy.state_dict()) if self.ref_policy is not None else None,
+            "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+            "obs_norm": self.obs_norm.state_dict(),
+            "rew_scaler": self.rew_scaler.state_dict(),
+            "rng": {"torch": torch.get_rng_state(), "generator": self.generator.get_state(),
+                    "numpy": self.np_rng.bit_generator.state,
+                    "cuda": torch.cuda.get_rng_state_all() if self.device.type == "cuda" else None},
+            "rollout": {"obs": torch.from_numpy(rs.obs.copy()), "ep_return": torch.from_numpy(rs.ep_return.copy()),
+                        "ep_length": torch.from_numpy(rs.ep_length.copy())},
+            "recent_returns": list(self.recent_returns),
+            "env_snapshots": _tensors(self.envs.get_snapshots()),
+            "extra": _tensors(copy.deepcopy(self.extra)),
+        }
+
+    def restore(self, st: dict, path="checkpoint") -> None:
+        saved = Config.from_dict(st["config"])
+        for key in ("env_id", "algo", "num_envs", "hidden_sizes", "activation"):
+            if getattr(saved, key) != getattr(self.cfg, key):
+                raise CheckpointError(f"{path} was written with {key}={getattr(saved, key)!r} but this run "
+                                      f"has {key}={getattr(self.cfg, key)!r}; resume with the run's own config")
+        load_module_state(self.policy, st["policy"], "policy", path)
+        if self.critic is not None:
+            load_module_state(self.critic, st["critic"], "critic", path)
+        if self.ref_policy is not None and st.get("ref_policy") is not None:
+            load_module_state(self.ref_policy, st["ref_policy"], "reference policy", path)
+        try:
+            self.optimizer.load_state_dict(st["optimizer"])
+            self.obs_norm.load_state_dict(st["obs_norm"])
+            self.rew_scaler.load_state_dict(st["rew_scaler"])
+        except (ValueError, KeyError, RuntimeError) as e:
+            raise CheckpointError(f"{path} does not match this configuration: {e}") from None
+        torch.set_rng_state(st["rng"]["torch"])
+        self.generator.set_state(st["rng"]["generator"])
+        self.np_rng.bit_generator.state = st["rng"]["numpy"]
+        if st["rng"].get("cuda") is not None and self.device.type == "cuda":
+            torch.cuda.set_rng_state_all(st["rng"]["cuda"])
+        r = st["rollout"]
+        self.rollout = RolloutState(obs=r["obs"].numpy().copy(), ep_return=r["ep_return"].numpy().copy(),
+                                    ep_length=r["ep_length"].numpy().copy(), global_step=int(st["global_step"]))
+        self.envs.set_snapshots(_arrays(st["env_snapshots"]), restore_rng=True)
+        self.iteration, self.wall_time = int(st["iteration"]), float(st["wall_time"])
+        self.recent_returns = list(st.get("recent_returns", []))
+        self.extra = _arrays(st.get("extra") or {})
