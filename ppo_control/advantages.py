@@ -40,3 +40,58 @@ def discounted_returns(rewards: torch.Tensor, dones: torch.Tensor, gamma: float)
         running = rewards[t] + gamma * (1.0 - done[t]) * running
         out[t] = running
     return out
+
+
+def group_relative(rewards: torch.Tensor, alive: torch.Tensor, group_size: int, gamma: float = 1.0,
+                   mode: str = "outcome", leave_one_out: bool = False, eps: float = 1e-8,
+                   zero_threshold: float = 1e-6):
+    """Group-relative advantages for G rollouts per group that share a start state.
+
+    Args:
+        rewards: ``[T, N]`` raw rewards, N = K groups * G members laid out group-major
+            (env i belongs to group i // G).
+        alive: ``[T, N]`` bool, step t belongs to member i's rollout (a rollout is a
+            prefix: once False it stays False).
+        mode: ``outcome`` -> A_i = (R_i - mean_g R) / (std_g R + eps) with R_i the
+            discounted return of the whole rollout, the same value at every step;
+            ``per_step`` -> at each t the member's discounted reward-to-go normalised
+            over the members of its group still alive at t.
+        leave_one_out: baseline is the mean of the *other* members of the group.
+
+    Statistics are taken along the group axis only.  Where the spread is below
+    ``zero_threshold`` (or fewer than 2 members are alive) the advantage is 0.
+
+    Returns ``(adv [T, N], group_std [K], zero_signal [K] bool)``; for ``per_step``
+    ``group_std``/``zero_signal`` describe the whole-rollout returns.
+    """
+    T, N = rewards.shape
+    if N % group_size:
+        raise ValueError(f"N={N} envs is not a multiple of group_size={group_size}")
+    K, G = N // group_size, group_size
+    m = alive.to(rewards.dtype)
+    rtg = discounted_returns(rewards * m, ~alive, gamma)  # reward-to-go inside each rollout, [T, N]
+    ret = rtg[0].reshape(K, G)  # whole-rollout discounted return per member
+    ret_std = ret.std(dim=1, unbiased=False)
+    zero = ret_std < zero_threshold
+    if mode == "outcome":
+        a = _normalise_groups(ret, torch.ones_like(ret), leave_one_out, eps, zero_threshold)  # [K, G]
+        adv = a.reshape(1, N) * m
+    elif mode == "per_step":
+        a = _normalise_groups(rtg.reshape(T, K, G), m.reshape(T, K, G), leave_one_out, eps, zero_threshold)
+        adv = a.reshape(T, N) * m
+    else:
+        raise ValueError(f"unknown group advantage mode {mode!r}; use outcome or per_step")
+    return adv, ret_std, zero
+
+
+def _normalise_groups(x: torch.Tensor, m: torch.Tensor, leave_one_out: bool, eps: float, thr: float):
+    """x, m ``[..., G]`` (m = membership weights 0/1) -> normalised along the last axis."""
+    n = m.sum(-1, keepdim=True)
+    mean = (x * m).sum(-1, keepdim=True) / n.clamp(min=1)
+    std = (((x - mean) ** 2 * m).sum(-1, keepdim=True) / n.clamp(min=1)).sqrt()
+    if leave_one_out:
+        base = ((x * m).sum(-1, keepdim=True) - x) / (n - 1).clamp(min=1)
+    else:
+        base = mean
+    ok = (n >= 2) & (std >= thr)
+    return torch.where(ok, (x - base) / (std + eps), torch.zeros_like(x)) * m

@@ -31,8 +31,9 @@ class Config:
     torch_threads: int = _f(1, "torch intra-op threads (0 = leave torch's default); 1 is fastest for small MLPs")
     # --- environments ------------------------------------------------------
     num_envs: int = _f(1, "number of parallel environments")
-    vectorization: str = _f("sync", "vector env backend: sync (one process) or async (one process per env)",
-                            choices=("sync", "async"))
+    vectorization: str = _f("sync", "vector env backend: sync (one process), async (one process per env) or "
+                                    "batched (native batched MuJoCo stepping, supported tasks only)",
+                            choices=("sync", "async", "batched"))
     num_steps: int = _f(2048, "PPO: steps collected per env per iteration (batch = num_envs * num_steps)")
     # --- optimisation ------------------------------------------------------
     lr: float = _f(3e-4, "Adam learning rate")
@@ -207,6 +208,9 @@ def make_config(preset: str = "default", **overrides) -> Config:
     env_id = overrides.get("env_id", Config.env_id)
     if preset == "default":
         values.update(ENV_OVERRIDES.get(env_id, {}))
+    if overrides.get("algo") == "grpo" and "num_envs" not in overrides:
+        # GRPO needs whole groups: one group per round unless told otherwise
+        values["num_envs"] = overrides.get("group_size", Config.group_size)
     values.update(overrides)
     values["preset"] = preset
     return Config(**values)

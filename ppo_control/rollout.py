@@ -117,3 +117,66 @@ def collect_steps(envs: VecEnv, policy: GaussianPolicy, critic: ValueNet, obs_no
     return Batch(obs=tt(obs_buf), actions=tt(act_buf), logprobs=tt(logp_buf), rewards=tt(rew_buf),
                  terminated=tt(term_buf), truncated=tt(trunc_buf), values=tt(val_buf[:T].copy()),
                  next_values=tt(next_vals))
+
+
+@dataclass
+class GroupRollout:
+    """One round of group rollouts. ``[T, N]`` with N = K groups * G members (group-major)."""
+    batch: Batch              # mask = alive; rewards are raw env rewards
+    lengths: np.ndarray       # [N] steps in each member's rollout
+    ended: np.ndarray         # [N] bool, the member's episode ended (terminated or time limit)
+    returns: np.ndarray       # [N] undiscounted raw return of each member's rollout
+    visited: list             # snapshots recorded along the way (for the 'visited' start-state pool)
+    env_steps: int            # env steps simulated, including those of members already finished
+
+
+@torch.inference_mode()
+def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[GaussianPolicy],
+                   obs_norm: ObsNormalizer, start_obs: np.ndarray, horizon: int, device: torch.device,
+                   record_at: Tuple[int, ...] = (), rng: Optional[np.random.Generator] = None) -> GroupRollout:
+    """Roll out every env (already restored to its group's start state, obs ``start_obs`` [N, obs_dim])
+    until its episode ends or ``horizon`` steps pass.  At the steps in ``record_at`` a snapshot of
+    one random still-running env is kept for the visited-state pool."""
+    N, T = envs.num_envs, horizon
+    obs_buf = np.zeros((T, N, envs.obs_dim), np.float32)
+    act_buf = np.zeros((T, N, envs.act_dim), np.float32)
+    logp_buf = np.zeros((T, N), np.float32)
+    ref_buf = np.zeros((T, N), np.float32) if ref_policy is not None else None
+    rew_buf = np.zeros((T, N), np.float32)
+    term_buf = np.zeros((T, N), bool)
+    trunc_buf = np.zeros((T, N), bool)
+    alive_buf = np.zeros((T, N), bool)
+    alive = np.ones(N, bool)
+    lengths, returns, ended = np.zeros(N, np.int64), np.zeros(N), np.zeros(N, bool)
+    obs, visited, steps, t = start_obs, [], 0, 0
+    for t in range(T):
+        if t in record_at and rng is not None:
+            snaps = envs.get_snapshots()
+            visited.append(snaps[int(rng.choice(np.flatnonzero(alive)))])
+        if obs_norm.enabled:  # statistics from the rollouts' own states only, not finished members'
+            obs_norm.rms.update(obs[alive])
+        o = obs_norm(obs)
+        ot = torch.from_numpy(o).to(device)
+        dist = policy.dist(ot)
+        a = dist.sample()
+        logp_buf[t] = dist.log_prob(a).cpu().numpy()
+        if ref_buf is not None:
+            ref_buf[t] = ref_policy.dist(ot).log_prob(a).cpu().numpy()
+        obs_buf[t], act_buf[t] = o, a.cpu().numpy()
+        obs, r, term, trunc, _ = envs.step(envs.clip_actions(act_buf[t].astype(np.float64)))
+        steps += N
+        alive_buf[t] = alive
+        rew_buf[t] = np.where(alive, r, 0.0)
+        term_buf[t], trunc_buf[t] = term & alive, trunc & alive
+        returns += np.where(alive, r, 0.0)
+        lengths += alive
+        ended |= alive & (term | trunc)
+        alive = alive & ~(term | trunc)
+        if not alive.any():
+            break
+    T = t + 1
+    tt = lambda x: torch.from_numpy(np.ascontiguousarray(x[:T])).to(device)  # noqa: E731
+    batch = Batch(obs=tt(obs_buf), actions=tt(act_buf), logprobs=tt(logp_buf), rewards=tt(rew_buf),
+                  terminated=tt(term_buf), truncated=tt(trunc_buf), mask=tt(alive_buf),
+                  ref_logprobs=tt(ref_buf) if ref_buf is not None else None)
+    return GroupRollout(batch, lengths, ended, returns, visited, steps)

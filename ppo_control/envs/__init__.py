@@ -59,6 +59,7 @@ class VecEnv:
         else:
             raise EnvError(f"vectorization must be 'sync' or 'async' (got {vectorization!r})")
         self.env_id, self.num_envs = env_id, num_envs
+        self.max_episode_steps = gym.spec(env_id).max_episode_steps
         self.obs_dim = int(self.env.single_observation_space.shape[0])
         self.act_dim = int(act_space.shape[0])
         self.action_low = act_space.low.astype(np.float64)
@@ -102,4 +103,10 @@ class VecEnv:
 
 
 def make_vec_env(env_id: str, num_envs: int, vectorization: str = "sync", **env_kwargs) -> VecEnv:
+    """Build the vector env; ``batched`` uses the native MuJoCo backend where the task is supported."""
+    if vectorization == "batched":
+        from .batched import BatchedMujocoVecEnv, is_supported
+        if is_supported(env_id, env_kwargs):
+            return BatchedMujocoVecEnv(env_id, num_envs, **env_kwargs)
+        vectorization = "sync"  # unsupported task: gymnasium's own vector env
     return VecEnv(env_id, num_envs, vectorization, env_kwargs)

@@ -1,0 +1,103 @@
+"""GRPO for continuous control: critic-free updates from groups that share a simulator start state.
+
+One iteration:
+    for each round:  pick K start states (fresh resets, or states the policy visited before),
+                     restore each into its G member envs, roll all N = K*G envs out,
+                     group-relative advantages, per-step weights 1/(M * len_i)
+    update(policy, critic=None, ...) with the same clipped/dual-clip surrogate as PPO
+                     and beta * KL_k3(pi || pi_ref)
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+
+from .advantages import group_relative
+from .rollout import collect_groups
+from .update import update
+
+POOL_SIZE = 2048          # visited start states kept (FIFO)
+RECORDS_PER_ROUND = 8     # snapshots added to the pool per round
+
+
+def _start_states(ts, K: int):
+    """K snapshots and a [K] mask of those drawn fresh from the env's reset distribution."""
+    cfg, envs, G = ts.cfg, ts.envs, ts.cfg.group_size
+    envs.reset()  # each env draws from its own reset distribution with its own RNG
+    fresh = [envs.get_snapshots()[k * G] for k in range(K)]
+    pool = ts.extra.setdefault("pool", [])
+    if cfg.start_state == "reset" or not pool:
+        return fresh, np.ones(K, bool)
+    # group 0 always starts fresh so t = 0 states stay covered and the pool keeps renewing
+    picks = ts.np_rng.integers(0, len(pool), size=K - 1)
+    return fresh[:1] + [pool[int(i)] for i in picks], np.arange(K) == 0
+
+
+def _max_len(ts) -> int:
+    if ts.cfg.horizon is not None:
+        return ts.cfg.horizon
+    return int(ts.envs.max_episode_steps or 1000)
+
+
+def iteration(ts) -> dict:
+    cfg, envs = ts.cfg, ts.envs
+    G, N = cfg.group_size, cfg.num_envs
+    K, H = N // G, _max_len(ts)
+    parts, gstats, env_steps, used_steps = [], [], 0, 0
+    for _ in range(cfg.groups_per_iter):
+        starts, fresh = _start_states(ts, K)
+        obs0 = envs.set_snapshots([starts[i // G] for i in range(N)], restore_rng=False)
+        record_at = tuple(int(x) for x in ts.np_rng.integers(0, H, size=RECORDS_PER_ROUND))
+        # reference log-probs are always collected so grpo/kl_ref is logged even with kl_coef = 0
+        gr = collect_groups(envs, ts.policy, ts.ref_policy, ts.obs_norm, obs0, H, ts.device, record_at, ts.np_rng)
+        b = gr.batch
+        b.advantages, gstd, zero = group_relative(b.rewards, b.mask, G, cfg.gamma, cfg.grpo_advantage,
+                                                  cfg.leave_one_out, zero_threshold=cfg.zero_signal_threshold)
+        parts.append((b, torch.from_numpy(gr.lengths).to(b.rewards)))
+        pool = ts.extra.setdefault("pool", [])
+        pool.extend(gr.visited)
+        del pool[:-POOL_SIZE]
+        # whole episodes (fresh start, ended by the env, not by the horizon) feed charts/episodic_return
+        full = gr.ended & np.repeat(fresh, G)
+        ts.rollout.episodes.extend((float(r), int(n)) for r, n, f in zip(gr.returns, gr.lengths, full) if f)
+        gstats.append((gstd, zero, gr.returns.reshape(K, G), gr.lengths.reshape(K, G)))
+        env_steps += gr.env_steps
+        used_steps += int(gr.lengths.sum())
+    data = _merge(parts, len(parts) * N)
+    stats = update(ts.policy, None, ts.optimizer, data, cfg, ts.generator, norm_adv=False)
+    ts.rollout.global_step += used_steps
+    if cfg.ref_update_every and (ts.iteration + 1) % cfg.ref_update_every == 0:
+        ts.ref_policy.load_state_dict(copy.deepcopy(ts.policy.state_dict()))
+    gstd = torch.cat([g[0] for g in gstats])
+    zero = torch.cat([g[1] for g in gstats])
+    lens = np.concatenate([g[3].sum(1) for g in gstats]).astype(np.float64)
+    stats.update({
+        "grpo/group_return_std": float(gstd.mean()),
+        "grpo/zero_signal_frac": float(zero.float().mean()),
+        "grpo/adv_abs_mean": float(data["advantages"].abs().mean()),
+        "grpo/adv_std": float(data["advantages"].std()) if data["advantages"].numel() > 1 else 0.0,
+        "grpo/group_return_mean": float(np.mean([g[2].mean() for g in gstats])),
+        "grpo/member_len_mean": float(np.mean([g[3].mean() for g in gstats])),
+        "grpo/group_step_share_max": float(lens.max() / lens.sum()) if lens.sum() else 0.0,
+        "grpo/wasted_step_frac": 1.0 - used_steps / max(env_steps, 1),
+        "charts/steps_this_iter": used_steps,
+    })
+    return stats
+
+
+def _merge(parts, members: int) -> dict:
+    """Flatten the rounds' alive steps; weight each step 1/(members * len_i) so every rollout counts once."""
+    out = {}
+    for b, lengths in parts:
+        w = (b.mask.to(b.rewards.dtype) / lengths.clamp(min=1).unsqueeze(0)) / members
+        b.weights = w
+        for k, v in b.flat().items():
+            if v is not None:
+                out.setdefault(k, []).append(v)
+    data = {k: torch.cat(v) for k, v in out.items()}
+    for k in ("values", "returns"):
+        data.setdefault(k, None)
+    data.setdefault("ref_logprobs", None)
+    return data
