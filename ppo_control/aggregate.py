@@ -1,0 +1,300 @@
+"""Run directories -> per-setting statistics over seeds -> Markdown and CSV tables.
+
+Per run (finished runs only, i.e. with ``summary.json``):
+  final return  mean of the last 10 training episodes (``summary.json``)
+  eval return   deterministic evaluation (``eval.json``)
+  AUC / step    mean height of the learning curve (see ``curve_auc``)
+  wall time, SPS
+
+Over the seeds of one setting: mean, 95% percentile-bootstrap CI (``scipy.stats.bootstrap``)
+and the interquartile mean (IQM, Agarwal et al. 2021) when there are at least 4 seeds.
+Below 4 seeds the IQM is reported as missing: trimming 25% of 3 values removes nothing, so
+the number would be the plain mean under another name.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .metrics import JSONL_NAME, read_jsonl
+
+RETURN_KEY = "charts/episodic_return"
+# Fields that change where/how a run is written, never what it learns: two runs that differ
+# only in these are the same setting (used for grouping here and for conflict checks in runner).
+OUTPUT_ONLY_FIELDS = frozenset({"out_dir", "run_name", "progress", "tensorboard", "device", "torch_threads",
+                                "checkpoint_every"})
+IQM_MIN_SEEDS = 4
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run directory, read once. Curve arrays hold only iterations that finished an episode."""
+    path: Path
+    config: dict
+    steps: np.ndarray  # [I] global_step at the end of the iteration
+    wall: np.ndarray  # [I] cumulative training wall time, seconds
+    returns: np.ndarray  # [I] mean episodic return of the episodes finished in that iteration
+    summary: Optional[dict]
+    error: Optional[str]
+
+    @property
+    def status(self) -> str:
+        if self.summary is not None:
+            return "finished"
+        return "failed" if self.error is not None else "unfinished"
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def metric(self, key: str) -> float:
+        """``final_return``, ``eval_return``, ``auc``, ``wall_time``, ``SPS`` or ``global_step`` (NaN if absent)."""
+        if key == "auc":
+            return curve_auc(self.steps, self.returns)
+        v = (self.summary or {}).get(key)
+        return float(v) if v is not None else float("nan")
+
+
+def find_run_dirs(paths: Iterable) -> List[Path]:
+    """Every run directory (one holding ``config.json``) at or below each path, sorted, without repeats."""
+    found = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise FileNotFoundError(f"{p} does not exist")
+        if (p / "config.json").exists():
+            found.append(p)
+        else:
+            found.extend(c.parent for c in p.rglob("config.json"))
+    return sorted(set(found))
+
+
+def load_run(path) -> Run:
+    path = Path(path)
+    cfg = json.loads((path / "config.json").read_text())["config"]
+    rows = read_jsonl(path / JSONL_NAME) if (path / JSONL_NAME).exists() else []
+    rows = [r for r in rows if r.get(RETURN_KEY) is not None and math.isfinite(r[RETURN_KEY])]
+    summary = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else None
+    error = (path / "error.txt").read_text() if (path / "error.txt").exists() else None
+    return Run(path, cfg, np.array([r["global_step"] for r in rows], dtype=float),
+               np.array([r["wall_time"] for r in rows], dtype=float),
+               np.array([r[RETURN_KEY] for r in rows], dtype=float), summary, error)
+
+
+def load_runs(paths: Iterable) -> List[Run]:
+    return [load_run(p) for p in find_run_dirs(paths)]
+
+
+def curve_auc(steps: np.ndarray, returns: np.ndarray) -> float:
+    """Area under the piecewise-linear curve return(step) divided by its step span.
+
+    steps, returns: [I]. Equals the curve's average height, so runs of any length compare on
+    the return scale. One point gives that return; none gives NaN.
+    """
+    steps, returns = np.asarray(steps, float), np.asarray(returns, float)
+    if len(steps) == 0:
+        return float("nan")
+    if len(steps) == 1 or steps[-1] == steps[0]:
+        return float(np.mean(returns))
+    area = np.sum((returns[1:] + returns[:-1]) / 2 * np.diff(steps))  # trapezoid rule
+    return float(area / (steps[-1] - steps[0]))
+
+
+def iqm(values: Sequence[float]) -> float:
+    """Mean of the middle 50% (``scipy.stats.trim_mean`` at 0.25, as rliable); NaN below 4 values."""
+    from scipy.stats import trim_mean
+    x = _finite(values)
+    return float(trim_mean(x, 0.25)) if len(x) >= IQM_MIN_SEEDS else float("nan")
+
+
+def bootstrap_ci(values: Sequence[float], confidence: float = 0.95, n_resamples: int = 10_000,
+                 seed: int = 0) -> Tuple[float, float]:
+    """Percentile-bootstrap CI of the mean over seeds; (NaN, NaN) below 2 values.
+
+    Percentile rather than BCa: with 2-10 seeds BCa's corrections are themselves noise, and
+    percentile intervals stay inside the data's range. Seeded, so tables are reproducible.
+    """
+    from scipy.stats import bootstrap
+    x = _finite(values)
+    if len(x) < 2:
+        return float("nan"), float("nan")
+    if np.ptp(x) == 0:
+        return float(x[0]), float(x[0])
+    res = bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=n_resamples, method="percentile",
+                    vectorized=True, rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def seed_stats(values: Sequence[float]) -> dict:
+    """{n, mean, ci_low, ci_high, iqm} of one metric over seeds (NaN values dropped)."""
+    x = _finite(values)
+    lo, hi = bootstrap_ci(x)
+    return {"n": len(x), "mean": float(np.mean(x)) if len(x) else float("nan"), "ci_low": lo, "ci_high": hi,
+            "iqm": iqm(x)}
+
+
+def _finite(values) -> np.ndarray:
+    x = np.asarray(list(values), dtype=float)
+    return x[np.isfinite(x)]
+
+
+# Grouping -----------------------------------------------------------------------------------
+
+def varying_fields(runs: Sequence[Run], ignore: Iterable[str] = ()) -> List[str]:
+    """Config fields whose values differ between runs, other than the seed and output-only fields."""
+    skip = set(ignore) | OUTPUT_ONLY_FIELDS | {"seed"}
+    names = sorted({k for r in runs for k in r.config} - skip)
+    return [k for k in names if len({json.dumps(r.config.get(k)) for r in runs}) > 1]
+
+
+def group_runs(runs: Sequence[Run], by: Sequence[str]) -> Dict[tuple, List[Run]]:
+    """{values of ``by`` fields: runs}, keys sorted (numbers numerically, None first)."""
+    for f in by:
+        if runs and all(f not in r.config for r in runs):
+            raise KeyError(f"no run has config field {f!r}; fields: {sorted(runs[0].config)}")
+    groups: Dict[tuple, List[Run]] = {}
+    for r in runs:
+        groups.setdefault(tuple(_hashable(r.config.get(f)) for f in by), []).append(r)
+    return {k: groups[k] for k in sorted(groups, key=lambda k: tuple(_sort_key(v) for v in k))}
+
+
+def _hashable(v):
+    return tuple(v) if isinstance(v, list) else v
+
+
+def _sort_key(v):
+    if v is None:
+        return (0, 0, "")
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return (1, v, "")
+    return (2, 0, str(v))
+
+
+def format_value(v) -> str:
+    """Short, stable text for a config value: 0.0 -> '0', (64, 64) -> '64x64', None -> 'none'."""
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, float):
+        return repr(v)[:-2] if repr(v).endswith(".0") else repr(v)
+    if isinstance(v, (tuple, list)):
+        return "x".join(format_value(x) for x in v)
+    return str(v)
+
+
+def group_label(by: Sequence[str], key: tuple) -> str:
+    if not by:
+        return "all runs"
+    if list(by) == ["env_id"]:
+        return str(key[0])
+    return ", ".join(f"{f}={format_value(v)}" for f, v in zip(by, key))
+
+
+# Tables -------------------------------------------------------------------------------------
+
+STAT_METRICS = ("final_return", "eval_return", "auc")
+
+
+def summarize(runs: Sequence[Run], by: Sequence[str]) -> List[dict]:
+    """One row per group: its ``by`` values, seed counts and per-metric seed statistics."""
+    rows = []
+    for key, members in group_runs(runs, by).items():
+        done = [r for r in members if r.status == "finished"]
+        row = {f: format_value(v) for f, v in zip(by, key)}
+        row.update(setting=group_label(by, key), seeds=" ".join(str(r.config.get("seed")) for r in done),
+                   n_finished=len(done), n_unfinished=sum(r.status == "unfinished" for r in members),
+                   n_failed=sum(r.status == "failed" for r in members))
+        for m in STAT_METRICS:
+            s = seed_stats([r.metric(m) for r in done])
+            row.update({f"{m}_{k}": v for k, v in s.items() if k != "n"})
+        for m in ("wall_time", "SPS", "global_step"):
+            row[f"{m}_mean"] = float(np.mean([r.metric(m) for r in done])) if done else float("nan")
+        rows.append(row)
+    return rows
+
+
+def _num(x: float, digits: int = 1) -> str:
+    return "—" if x is None or not math.isfinite(x) else f"{x:,.{digits}f}"
+
+
+def _mean_ci(row: dict, m: str) -> str:
+    s = _num(row[f"{m}_mean"])
+    if math.isfinite(row[f"{m}_ci_low"]):
+        s += f" [{_num(row[f'{m}_ci_low'])}, {_num(row[f'{m}_ci_high'])}]"
+    return s
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "—"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    return f"{seconds:.0f} s" if seconds < 120 else (f"{seconds / 60:.1f} min" if seconds < 7200
+                                                       else f"{seconds / 3600:.1f} h")
+
+
+def markdown_table(rows: Sequence[dict]) -> str:
+    """Rows from ``summarize`` as a Markdown table (mean [95% CI] over seeds, IQM for >= 4 seeds)."""
+    head = ["setting", "seeds", "final return", "final IQM", "eval return", "eval IQM", "AUC/step",
+            "wall time", "SPS", "steps"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    for r in rows:
+        seeds = str(r["n_finished"]) + (f" (+{r['n_unfinished']} unfinished)" if r["n_unfinished"] else "") + \
+            (f" (+{r['n_failed']} failed)" if r["n_failed"] else "")
+        cells = [r["setting"], seeds, _mean_ci(r, "final_return"), _num(r["final_return_iqm"]),
+                 _mean_ci(r, "eval_return"), _num(r["eval_return_iqm"]), _mean_ci(r, "auc"),
+                 _duration(r["wall_time_mean"]), _num(r["SPS_mean"], 0), _num(r["global_step_mean"], 0)]
+        lines.append("| " + " | ".join(cells) + " |")
+    notes = ("Mean over seeds [95% percentile-bootstrap CI]; final return = mean of the last 10 training "
+             "episodes; eval = deterministic policy; AUC/step = mean height of the training curve; "
+             f"IQM only with >= {IQM_MIN_SEEDS} seeds; wall time and SPS are per-run means.")
+    return "\n".join(lines) + "\n\n" + notes + "\n"
+
+
+def provenance_text(prov: Optional[dict]) -> List[str]:
+    """``key: value`` lines describing how a result was made (command, commit, machine, ...)."""
+    if not prov:
+        return []
+    return [f"{k}: {v if isinstance(v, str) else json.dumps(v)}" for k, v in prov.items()]
+
+
+def write_tables(rows: Sequence[dict], stem, provenance: Optional[dict] = None) -> Tuple[Path, Path]:
+    """Write ``stem.md`` (table + provenance) and ``stem.csv`` (provenance as leading ``#`` lines)."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    md, cs = stem.with_name(stem.name + ".md"), stem.with_name(stem.name + ".csv")
+    prov = provenance_text(provenance)
+    md.write_text(markdown_table(rows) + ("\n" + "\n".join(f"- {p}" for p in prov) + "\n" if prov else ""))
+    buf = io.StringIO()
+    buf.writelines(f"# {p}\n" for p in prov)
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    cs.write_text(buf.getvalue())
+    return md, cs
+
+
+def provenance(command: Sequence[str], seeds: Optional[Sequence[int]] = None,
+               wall_time: Optional[float] = None) -> dict:
+    """Command line, git commit, machine and versions (``runinfo.environment_info``), seeds, wall time."""
+    import shlex
+    from datetime import datetime, timezone
+    from .runinfo import environment_info
+    info = environment_info()
+    prov = {"command": shlex.join(command), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "commit": info.get("commit"), "dirty": info.get("dirty"), "cpu": info.get("cpu"),
+            "cores": info.get("cores"),
+            "versions": {k: info.get(k) for k in ("python", "torch", "gymnasium", "mujoco", "numpy")}}
+    if seeds is not None:
+        prov["seeds"] = list(seeds)
+    if wall_time is not None:
+        prov["wall_time_s"] = round(wall_time, 1)
+    return prov
