@@ -1,0 +1,179 @@
+"""Learning curves (seed mean + 95% CI band), per-environment panels and sweep heatmaps, as PNG.
+
+Uses ``matplotlib.figure.Figure`` directly (Agg canvas, no pyplot), so plotting never touches a
+global backend or needs a display, and figures are freed when they go out of scope.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from .aggregate import Run, format_value, group_runs
+
+X_AXES = ("steps", "time")
+GRID_POINTS = 200
+
+
+def run_curve(run: Run, x: str = "steps") -> Tuple[np.ndarray, np.ndarray]:
+    """(x [I], return [I]) of one run; x is env steps or cumulative training wall time (s)."""
+    if x not in X_AXES:
+        raise ValueError(f"x must be one of {X_AXES} (got {x!r})")
+    return (run.steps if x == "steps" else run.wall), run.returns
+
+
+def common_grid(curves: Sequence[Tuple[np.ndarray, np.ndarray]], points: int = GRID_POINTS) -> np.ndarray:
+    """[P] x values where every curve has data (their overlap), so the band is never extrapolated.
+
+    Seeds of one setting cover the same steps, but wall-time axes differ per seed; where the
+    curves do not overlap at all the union is used and ``np.interp`` holds the end values.
+    """
+    starts = [c[0][0] for c in curves if len(c[0])]
+    ends = [c[0][-1] for c in curves if len(c[0])]
+    if not starts:
+        return np.zeros(0)
+    lo, hi = max(starts), min(ends)
+    if lo >= hi:
+        lo, hi = min(starts), max(ends)
+    return np.linspace(lo, hi, points) if hi > lo else np.array([lo])
+
+
+def resample(curves: Sequence[Tuple[np.ndarray, np.ndarray]], grid: np.ndarray) -> np.ndarray:
+    """[S, P]: each non-empty curve linearly interpolated onto ``grid`` [P]."""
+    return np.stack([np.interp(grid, xs, ys) for xs, ys in curves if len(xs)])
+
+
+def mean_band(y: np.ndarray, confidence: float = 0.95, n_resamples: int = 2000,
+              seed: int = 0) -> Tuple[np.ndarray, Optional[np.ndarray], Optional[np.ndarray]]:
+    """Seed mean [P] and percentile-bootstrap CI bounds [P] (None with one seed) of ``y`` [S, P]."""
+    from scipy.stats import bootstrap
+    mean = y.mean(axis=0)
+    if y.shape[0] < 2:
+        return mean, None, None
+    spread = np.ptp(y, axis=0) > 0
+    lo, hi = mean.copy(), mean.copy()
+    if spread.any():  # points where all seeds agree have a zero-width band; bootstrap only the rest
+        res = bootstrap((y[:, spread],), np.mean, axis=0, vectorized=True, method="percentile",
+                        confidence_level=confidence, n_resamples=n_resamples, batch=500,
+                        rng=np.random.default_rng(seed))
+        lo[spread], hi[spread] = res.confidence_interval.low, res.confidence_interval.high
+    return mean, lo, hi
+
+
+def draw_curves(ax, groups: Dict[str, List[Run]], x: str = "steps") -> None:
+    """One line (seed mean) with a shaded 95% CI band per group label on ``ax``.
+
+    A group's finished runs are drawn when it has any, else its unfinished ones (a run still
+    going would cut the common grid of its finished seeds short).
+    """
+    scale, unit = _x_scale(groups, x)
+    for i, (label, runs) in enumerate(groups.items()):
+        done = [r for r in runs if r.status == "finished"]
+        curves = [run_curve(r, x) for r in (done or runs)]
+        curves = [c for c in curves if len(c[0])]
+        if not curves:
+            continue
+        grid = common_grid(curves)
+        mean, lo, hi = mean_band(resample(curves, grid))
+        color = f"C{i % 10}"
+        ax.plot(grid / scale, mean, color=color, lw=1.6, label=f"{label} (n={len(curves)})")
+        if lo is not None:
+            ax.fill_between(grid / scale, lo, hi, color=color, alpha=0.2, lw=0)
+    ax.set_xlabel({"steps": "environment steps", "time": "training wall time"}[x] + (f" ({unit})" if unit else ""))
+    ax.set_ylabel("episodic return")
+    ax.grid(alpha=0.3)
+
+
+def _x_scale(groups: Dict[str, List[Run]], x: str) -> Tuple[float, str]:
+    top = max((float(run_curve(r, x)[0].max()) for rs in groups.values() for r in rs if len(r.steps)), default=0.0)
+    if x == "time":
+        return (3600.0, "h") if top > 3 * 3600 else ((60.0, "min") if top > 180 else (1.0, "s"))
+    return (1e6, "M") if top >= 1e6 else ((1e3, "k") if top >= 1e4 else (1.0, ""))
+
+
+def plot_learning_curves(groups: Dict[str, List[Run]], out, x: str = "steps", title: Optional[str] = None,
+                         provenance: Optional[dict] = None) -> Path:
+    """One figure: a line per group (label -> its seeds' runs). Returns the PNG path."""
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    draw_curves(ax, groups, x)
+    ax.set_title(title or "")
+    if len(groups) > 0:
+        ax.legend(fontsize=8, loc="best")
+    return save_figure(fig, out, provenance)
+
+
+def plot_panels(panels: Dict[str, Dict[str, List[Run]]], out, x: str = "steps",
+                provenance: Optional[dict] = None, cols: int = 3) -> Path:
+    """One subplot per panel title (e.g. per environment), each drawn like ``plot_learning_curves``."""
+    n = max(1, len(panels))
+    cols = min(cols, n)
+    rows = math.ceil(n / cols)
+    fig = Figure(figsize=(4.2 * cols, 3.3 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax, (title, groups) in zip(axes, panels.items()):
+        draw_curves(ax, groups, x)
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=7, loc="best")
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    return save_figure(fig, out, provenance)
+
+
+def heatmap_values(runs: Sequence[Run], row_field: str, col_field: str, metric: str = "final_return"):
+    """(row values [R], col values [C], seed-mean of ``metric`` [R, C], finished seeds [R, C]).
+
+    Only finished runs count; a cell without one is NaN.
+    """
+    done = [r for r in runs if r.status == "finished"]
+    rows = list(dict.fromkeys(k[0] for k in group_runs(done, [row_field])))
+    cols = list(dict.fromkeys(k[0] for k in group_runs(done, [col_field])))
+    mean = np.full((len(rows), len(cols)), np.nan)
+    count = np.zeros((len(rows), len(cols)), dtype=int)
+    for (rv, cv), members in group_runs(done, [row_field, col_field]).items():
+        vals = [v for v in (m.metric(metric) for m in members) if math.isfinite(v)]
+        i, j = rows.index(rv), cols.index(cv)
+        count[i, j] = len(vals)
+        mean[i, j] = np.mean(vals) if vals else np.nan
+    return rows, cols, mean, count
+
+
+def plot_heatmap(runs: Sequence[Run], row_field: str, col_field: str, out, metric: str = "final_return",
+                 title: Optional[str] = None, provenance: Optional[dict] = None) -> Path:
+    """Cell = seed mean of ``metric`` for one (row_field, col_field) value pair, annotated with n."""
+    rows, cols, mean, count = heatmap_values(runs, row_field, col_field, metric)
+    fig = Figure(figsize=(1.4 * len(cols) + 2.5, 0.8 * len(rows) + 1.8), layout="constrained")
+    ax = fig.add_subplot()
+    im = ax.imshow(np.ma.masked_invalid(mean), cmap="viridis", aspect="auto")
+    fig.colorbar(im, ax=ax, label=metric.replace("_", " "))
+    ax.set_xticks(range(len(cols)), [format_value(c) for c in cols])
+    ax.set_yticks(range(len(rows)), [format_value(r) for r in rows])
+    ax.set_xlabel(col_field)
+    ax.set_ylabel(row_field)
+    finite = mean[np.isfinite(mean)]
+    mid = (finite.min() + finite.max()) / 2 if finite.size else 0.0
+    for i in range(len(rows)):
+        for j in range(len(cols)):
+            text = "—" if not np.isfinite(mean[i, j]) else f"{mean[i, j]:.1f}\nn={count[i, j]}"
+            ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                    color="black" if np.isfinite(mean[i, j]) and mean[i, j] > mid else "white")
+    ax.set_title(title or f"{metric.replace('_', ' ')}: mean over seeds")
+    return save_figure(fig, out, provenance)
+
+
+def save_figure(fig: Figure, out, provenance: Optional[dict] = None) -> Path:
+    """Write a PNG; provenance goes into PNG text chunks (full) and a small footer (short)."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"Software": "ppo_control"}
+    if provenance:
+        meta["Description"] = json.dumps(provenance, sort_keys=True)
+        short = " · ".join(str(v) for v in (provenance.get("commit", "")[:10] if provenance.get("commit") else None,
+                                              provenance.get("cpu"), provenance.get("created")) if v)
+        fig.text(0.005, 0.002, short, fontsize=5, color="gray", ha="left", va="bottom")
+    fig.savefig(out, dpi=130, metadata=meta)
+    return out
