@@ -17,7 +17,7 @@ class Batch:
     """One iteration's data. Shapes: ``[T, N, ...]`` (time, env) until ``flat()``.
 
     ``logprobs`` are the behaviour policy's log-probs, stored at collection time
-    under ``inference_mode`` and so never part of any graph.  ``actions`` are the
+    under ``no_grad`` and so never part of any graph.  ``actions`` are the
     raw Gaussian samples (before clipping to the action bounds).
     """
     obs: torch.Tensor            # [T, N, obs_dim] normalised float32
@@ -73,7 +73,7 @@ def record_step(rs: RolloutState, reward: np.ndarray, done: np.ndarray) -> None:
     rs.ep_length[done] = 0
 
 
-@torch.inference_mode()
+@torch.no_grad()
 def collect_steps(envs: VecEnv, policy: GaussianPolicy, critic: ValueNet, obs_norm: ObsNormalizer,
                   rew_scaler: RewardScaler, rs: RolloutState, num_steps: int,
                   device: torch.device) -> Batch:
@@ -130,7 +130,7 @@ class GroupRollout:
     env_steps: int            # env steps simulated, including those of members already finished
 
 
-@torch.inference_mode()
+@torch.no_grad()
 def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[GaussianPolicy],
                    obs_norm: ObsNormalizer, start_obs: np.ndarray, horizon: int, device: torch.device,
                    record_at: Tuple[int, ...] = (), rng: Optional[np.random.Generator] = None) -> GroupRollout:

@@ -17,7 +17,7 @@ import torch
 
 from .checkpoint import CheckpointError, load_module_state
 from .config import Config
-from .envs import VecEnv, make_vec_env
+from .envs import SnapshotError, VecEnv, make_vec_env
 from .networks import GaussianPolicy, ValueNet
 from .normalize import ObsNormalizer, RewardScaler
 from .rollout import RolloutState
@@ -91,6 +91,8 @@ class TrainState:
         params = list(policy.parameters()) + (list(critic.parameters()) if critic is not None else [])
         opt = torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps)
         obs = envs.reset(seed=cfg.seed)
+        if cfg.algo == "grpo":
+            envs.get_snapshots()  # fails fast, with a clear message, where the state cannot be restored
         rs = RolloutState(obs=obs, ep_return=np.zeros(cfg.num_envs), ep_length=np.zeros(cfg.num_envs, np.int64))
         return cls(cfg=cfg, envs=envs, device=device, policy=policy, critic=critic, ref_policy=ref,
                    optimizer=opt, obs_norm=ObsNormalizer((envs.obs_dim,), cfg.obs_clip, cfg.norm_obs),
@@ -120,9 +122,16 @@ class TrainState:
             "rollout": {"obs": torch.from_numpy(rs.obs.copy()), "ep_return": torch.from_numpy(rs.ep_return.copy()),
                         "ep_length": torch.from_numpy(rs.ep_length.copy())},
             "recent_returns": list(self.recent_returns),
-            "env_snapshots": _tensors(self.envs.get_snapshots()),
+            "env_snapshots": _tensors(self._env_snapshots()),
             "extra": _tensors(copy.deepcopy(self.extra)),
         }
+
+    def _env_snapshots(self):
+        """Simulator states for an exact resume; None for envs that are not MuJoCo-based."""
+        try:
+            return self.envs.get_snapshots()
+        except SnapshotError:
+            return None
 
     def restore(self, st: dict, path="checkpoint") -> None:
         saved = Config.from_dict(st["config"])
@@ -149,7 +158,12 @@ class TrainState:
         r = st["rollout"]
         self.rollout = RolloutState(obs=r["obs"].numpy().copy(), ep_return=r["ep_return"].numpy().copy(),
                                     ep_length=r["ep_length"].numpy().copy(), global_step=int(st["global_step"]))
-        self.envs.set_snapshots(_arrays(st["env_snapshots"]), restore_rng=True)
+        if st.get("env_snapshots") is not None:
+            self.envs.set_snapshots(_arrays(st["env_snapshots"]), restore_rng=True)
+        else:  # non-MuJoCo env: no simulator state saved, episodes restart (resume is not bit-exact)
+            self.rollout.obs = self.envs.reset(seed=self.cfg.seed + 7919 * int(st["iteration"]))
+            self.rollout.ep_return[:] = 0.0
+            self.rollout.ep_length[:] = 0
         self.iteration, self.wall_time = int(st["iteration"]), float(st["wall_time"])
         self.recent_returns = list(st.get("recent_returns", []))
         self.extra = _arrays(st.get("extra") or {})

@@ -1,0 +1,334 @@
+"""Run many training jobs at once: finished runs skipped, interrupted runs resumed, failures recorded.
+
+A job is ``(run_name, Config)`` and lives in ``out_dir/run_name``:
+
+    summary.json                      finished     -> skipped
+    checkpoint.pt, no summary.json    interrupted  -> train(resume=run_dir)
+    neither                           new          -> train(cfg)
+
+A run directory whose saved config differs from the job's (other than output-only fields) is
+a *conflict*: it is reported and left alone rather than silently resumed or skipped.
+
+Local backend: each job gets its own spawned process (a one-worker ``ProcessPoolExecutor``), at
+most ``workers`` at a time. One process per job costs an interpreter start per run but gives a
+clean process per run and exact blame when one dies (a shared pool is "broken" for every job
+when any worker dies). A failure writes ``run_dir/error.txt`` and a line in
+``out_dir/runner.jsonl``; the other jobs go on. Ctrl-C / SIGTERM on the runner is forwarded
+as one SIGINT to each job, which takes train's own interrupt path (checkpoint saved), so the
+same command run again resumes.
+
+Ray backend: the same ``run_job`` as a Ray task per job on an existing or a local cluster;
+``out_dir`` must then be on a file system every node sees.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import multiprocessing
+import os
+import signal
+import time
+import traceback
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence, Tuple
+
+from .aggregate import OUTPUT_ONLY_FIELDS
+from .checkpoint import CHECKPOINT_NAME
+from .config import Config
+
+LOG_NAME, ERROR_NAME = "runner.jsonl", "error.txt"
+BACKENDS = ("local", "ray")
+STOP_GRACE_S = 120.0  # time a stopped job gets to write its checkpoint before it is killed
+
+
+@dataclass(frozen=True)
+class JobResult:
+    run_name: str
+    run_dir: str
+    action: str  # new | resume | skip | conflict
+    status: str  # finished | skipped | failed | interrupted | conflict
+    wall_time: float
+    error: Optional[str] = None
+    summary: Optional[dict] = None
+
+
+def prepare(jobs: Sequence[Tuple[str, Config]], out_dir) -> List[Config]:
+    """Each job's Config placed in ``out_dir/run_name``, progress bars off, ``torch_threads`` 0 -> 1.
+
+    torch_threads=0 means "all cores" per process, which oversubscribes as soon as two jobs run.
+    """
+    names = [n for n, _ in jobs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"run names must be unique; repeated: {dup}")
+    bad = [n for n in names if not n or "/" in n or n in (".", "..")]
+    if bad:
+        raise ValueError(f"run names must be plain folder names; got {bad}")
+    return [cfg.replace(out_dir=str(out_dir), run_name=name, progress=False,
+                        torch_threads=cfg.torch_threads or 1) for name, cfg in jobs]
+
+
+def config_differences(saved: dict, cfg: dict) -> List[str]:
+    """Fields (present in both, not output-only) whose values differ."""
+    return sorted(k for k in set(saved) & set(cfg) - OUTPUT_ONLY_FIELDS if saved[k] != cfg[k])
+
+
+def job_action(cfg: Config) -> Tuple[str, Optional[str]]:
+    """("skip" | "resume" | "new" | "conflict", why) for a prepared job, from its run directory."""
+    run_dir = Path(cfg.out_dir) / cfg.run_name
+    done, ckpt = (run_dir / "summary.json").exists(), (run_dir / CHECKPOINT_NAME).exists()
+    if (done or ckpt) and (run_dir / "config.json").exists():
+        saved = json.loads((run_dir / "config.json").read_text())["config"]
+        diff = config_differences(saved, cfg.to_dict())
+        if diff:
+            return "conflict", (f"{run_dir} holds a run whose config differs in {diff} "
+                                f"({', '.join(f'{k}: {saved[k]!r} there, {getattr(cfg, k)!r} here' for k in diff)}); "
+                                f"use another out_dir or delete that run")
+    return ("skip" if done else "resume" if ckpt else "new"), None
+
+
+def job_cost(cfg: Config) -> int:
+    """Cores one job keeps busy: its torch threads times its env processes (async vectorization)."""
+    return max(1, cfg.torch_threads) * (cfg.num_envs if cfg.vectorization == "async" else 1)
+
+
+def default_workers(cfgs: Sequence[Config]) -> int:
+    """Concurrent jobs that fill the cores this process may use without oversubscribing them."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // max([job_cost(c) for c in cfgs] or [1]))
+
+
+# The job, as run inside a worker process (local) or a Ray task ------------------------------
+
+_JOB = {"running": False, "stopping": False}
+
+
+def _worker_init() -> None:
+    signal.signal(signal.SIGINT, _on_stop_signal)
+    signal.signal(signal.SIGTERM, _on_stop_signal)
+
+
+def _on_stop_signal(signum, frame) -> None:
+    # One KeyboardInterrupt per job: a terminal Ctrl-C reaches this process directly and again
+    # forwarded by the runner, and the second must not cut the checkpoint save short.
+    if _JOB["running"] and not _JOB["stopping"]:
+        _JOB["stopping"] = True
+        raise KeyboardInterrupt(f"signal {signum}")
+
+
+def run_job(cfg_dict: dict) -> dict:
+    """Run one prepared job here and now; returns a ``JobResult`` as a dict (picklable, Ray-safe).
+
+    Decides new/resume/skip from the run directory at start, so a retried or restarted job
+    resumes from whatever checkpoint the previous attempt left.
+    """
+    cfg = Config.from_dict(cfg_dict)
+    run_dir = Path(cfg.out_dir) / cfg.run_name
+    action, why = job_action(cfg)
+    t0 = time.time()
+    status, error, summary = {"skip": "skipped", "conflict": "conflict"}.get(action), why, None
+    if status is None:
+        try:
+            _JOB.update(running=True, stopping=False)
+            from .train import train
+            (run_dir / ERROR_NAME).unlink(missing_ok=True)
+            summary = train(resume=str(run_dir)) if action == "resume" else train(cfg)
+            status = "finished"
+        except KeyboardInterrupt:
+            status = "interrupted"
+        except Exception:
+            status, error = "failed", traceback.format_exc()
+            write_error(run_dir, error)
+        finally:
+            _JOB["running"] = False
+    return dataclasses.asdict(JobResult(cfg.run_name, str(run_dir), action, status, time.time() - t0, error,
+                                        summary))
+
+
+def write_error(run_dir, text: str) -> None:
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    (Path(run_dir) / ERROR_NAME).write_text(text)
+
+
+# The runner -----------------------------------------------------------------------------------
+
+def run_jobs(jobs: Sequence[Tuple[str, Config]], out_dir, workers: Optional[int] = None, backend: str = "local",
+             ray_address: Optional[str] = None, echo: Callable[[str], None] = print) -> List[JobResult]:
+    """Run every job not yet finished; returns one ``JobResult`` per job, in job order.
+
+    Raises KeyboardInterrupt after a Ctrl-C/SIGTERM, once every running job has saved its checkpoint.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS} (got {backend!r})")
+    cfgs = prepare(jobs, out_dir)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    log = _Log(Path(out_dir) / LOG_NAME, len(cfgs), echo)
+    results, todo = {}, []
+    for cfg in cfgs:
+        action, why = job_action(cfg)
+        if action in ("skip", "conflict"):
+            results[cfg.run_name] = log.record(JobResult(cfg.run_name, str(Path(out_dir) / cfg.run_name), action,
+                                                         "skipped" if action == "skip" else "conflict", 0.0, why))
+        else:
+            todo.append(cfg)
+    if todo:
+        workers = workers or default_workers(todo)
+        echo(f"runner: {len(todo)} of {len(cfgs)} jobs to run ({backend}, "
+             f"{workers if backend == 'local' else 'cluster'} at a time); log: {log.path}")
+        run = _run_local if backend == "local" else _run_ray
+        with _sigterm_as_interrupt():
+            for r in run(todo, workers, ray_address, log):
+                results[r.run_name] = r
+    return [results[c.run_name] for c in cfgs]
+
+
+class _Log:
+    """Appends each result to ``runner.jsonl`` and echoes a one-line status."""
+
+    def __init__(self, path: Path, total: int, echo: Callable[[str], None]):
+        self.path, self.total, self.echo, self.count = path, total, echo, 0
+
+    def record(self, r: JobResult) -> JobResult:
+        self.count += 1
+        line = dict(dataclasses.asdict(r), time=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        line["summary"] = {k: r.summary.get(k) for k in ("final_return", "eval_return", "global_step",
+                                                         "wall_time")} if r.summary else None
+        with open(self.path, "a") as f:
+            f.write(json.dumps(line) + "\n")
+        extra = ""
+        if r.status == "finished" and r.summary:
+            extra = f" final_return={r.summary.get('final_return', float('nan')):.1f}"
+        elif r.error:
+            extra = " " + r.error.strip().splitlines()[-1][:200]
+        self.echo(f"[{self.count}/{self.total}] {r.status:<11} {r.run_name} ({r.action}, {r.wall_time:.0f} s){extra}")
+        return r
+
+
+def _run_local(cfgs: Sequence[Config], workers: int, ray_address, log: _Log) -> List[JobResult]:
+    ctx = multiprocessing.get_context("spawn")  # no fork: torch/OpenMP state must not be copied
+    pending, running, out = deque(cfgs), {}, []
+    try:
+        while pending or running:
+            while pending and len(running) < workers:
+                cfg = pending.popleft()
+                pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=_worker_init)
+                running[pool.submit(run_job, cfg.to_dict())] = (cfg, pool, time.time())
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                cfg, pool, t0 = running.pop(fut)
+                pool.shutdown(wait=True)
+                out.append(log.record(_local_result(fut, cfg, t0, stopping=False)))
+    except KeyboardInterrupt:
+        _stop_local(running, log)
+        raise
+    return out
+
+
+def _local_result(fut, cfg: Config, t0: float, stopping: bool) -> JobResult:
+    run_dir = Path(cfg.out_dir) / cfg.run_name
+    exc = fut.exception()
+    if exc is None:
+        return JobResult(**fut.result())
+    if stopping:  # a worker killed while starting up or stopping: nothing failed
+        return JobResult(cfg.run_name, str(run_dir), "?", "interrupted", time.time() - t0)
+    error = (f"the worker process running this job died ({type(exc).__name__}: {exc}); "
+             f"e.g. killed for memory or a crash in native code\n")
+    write_error(run_dir, error)
+    return JobResult(cfg.run_name, str(run_dir), "?", "failed", time.time() - t0, error)
+
+
+def _stop_local(running: dict, log: _Log) -> None:
+    log.echo(f"runner: stopping {len(running)} running job(s); each saves a checkpoint ...")
+    for p in multiprocessing.active_children():
+        try:
+            os.kill(p.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+    done, late = wait(running, timeout=STOP_GRACE_S)
+    for p in multiprocessing.active_children() if late else ():
+        p.kill()
+    for fut in done:
+        cfg, pool, t0 = running[fut]
+        log.record(_local_result(fut, cfg, t0, stopping=True))
+    for cfg, pool, _ in running.values():
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _run_ray(cfgs: Sequence[Config], workers: int, ray_address: Optional[str], log: _Log) -> List[JobResult]:
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError("--backend ray needs Ray, an optional extra: pip install 'ppo_control[ray]' "
+                           "(or pip install ray)") from None
+    if not ray.is_initialized():
+        ray.init(address=ray_address)  # None: RAY_ADDRESS if set, else a new local cluster
+    # max_retries re-runs a task whose worker or node died; run_job then resumes from the checkpoint
+    task = ray.remote(run_job)
+    refs = {task.options(num_cpus=job_cost(c), max_retries=2, name=c.run_name).remote(c.to_dict()): (c, time.time())
+            for c in cfgs}
+    out = []
+    try:
+        while refs:
+            done, _ = ray.wait(list(refs), num_returns=1)
+            for ref in done:
+                cfg, t0 = refs.pop(ref)
+                out.append(log.record(_ray_result(ray, ref, cfg, t0)))
+    except KeyboardInterrupt:
+        log.echo(f"runner: cancelling {len(refs)} Ray task(s); running ones save a checkpoint ...")
+        for ref in refs:
+            ray.cancel(ref)  # not forced: raises KeyboardInterrupt inside the task, so train checkpoints
+        ray.wait(list(refs), num_returns=len(refs), timeout=STOP_GRACE_S)
+        raise
+    return out
+
+
+def _ray_result(ray, ref, cfg: Config, t0: float) -> JobResult:
+    run_dir = Path(cfg.out_dir) / cfg.run_name
+    try:
+        return JobResult(**ray.get(ref))
+    except ray.exceptions.TaskCancelledError:
+        return JobResult(cfg.run_name, str(run_dir), "?", "interrupted", time.time() - t0)
+    except ray.exceptions.RayError as e:
+        error = f"Ray could not run this job: {type(e).__name__}: {e}\n"
+        write_error(run_dir, error)
+        return JobResult(cfg.run_name, str(run_dir), "?", "failed", time.time() - t0, error)
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM to the runner (a scheduler's stop) stops the jobs the way Ctrl-C does."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def add_runner_args(p) -> None:
+    """``--workers``, ``--backend`` and ``--ray-address`` on an argparse parser."""
+    g = p.add_argument_group("runner")
+    g.add_argument("--workers", type=int, default=None,
+                   help="jobs at once (local backend; default: usable cores // cores per job)")
+    g.add_argument("--backend", choices=BACKENDS, default="local",
+                   help="local: processes on this machine; ray: one Ray task per job (pip install ray)")
+    g.add_argument("--ray-address", default=None,
+                   help="Ray cluster to join, e.g. ray://host:10001 or auto (default: RAY_ADDRESS or a local one)")
+
+
+def report(results: Sequence[JobResult]) -> str:
+    """One line of counts per status, e.g. 'finished 4, skipped 2, failed 1'."""
+    counts = {}
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))

@@ -1,0 +1,47 @@
+import pytest
+
+from ppo_control.config import Config, ConfigError, make_config
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(num_envs=1, num_steps=100, num_minibatches=32), "must divide the batch size"),
+    (dict(dual_clip=1.0), "dual_clip must be > 1"),
+    (dict(dual_clip=0.5), "dual_clip must be > 1"),
+    (dict(ent_coef=-0.1), "ent_coef must be >= 0"),
+    (dict(vf_coef=-1.0), "vf_coef must be >= 0"),
+    (dict(clip_coef=0.0), "clip_coef"),
+    (dict(gae_lambda=1.5), "gae_lambda"),
+    (dict(algo="grpo", group_size=1, num_envs=4), "group_size must be >= 2"),
+    (dict(algo="grpo", group_size=4, num_envs=6), "multiple of group_size"),
+    (dict(kl_coef=0.1), "GRPO option"),
+    (dict(algo="sac"), "not one of"),
+    (dict(device="tpu"), "device must be"),
+    (dict(hidden_sizes=(64, 0)), "hidden_sizes"),
+])
+def test_invalid_configs_say_what_to_change(kw, msg):
+    with pytest.raises(ConfigError, match=msg):
+        make_config("default", **kw)
+
+
+def test_classic_preset_matches_the_literature():
+    c = make_config("classic")
+    assert (c.num_envs, c.num_steps, c.num_minibatches, c.update_epochs) == (1, 2048, 32, 10)
+    assert (c.lr, c.anneal_lr, c.gamma, c.gae_lambda, c.clip_coef, c.ent_coef) == (3e-4, True, 0.99, 0.95, 0.2, 0.0)
+    assert c.norm_obs and c.norm_reward and c.obs_clip == 10 and c.reward_clip == 10
+    assert c.hidden_sizes == (64, 64) and c.activation == "tanh"
+    assert c.minibatch_size == 64 and c.num_iterations == 1_000_000 // 2048
+
+
+def test_round_trip_and_unknown_fields():
+    c = make_config("default", env_id="Hopper-v5", dual_clip=3.0)
+    assert Config.from_dict(c.to_dict()) == c
+    with pytest.raises(ConfigError, match="unknown config field"):
+        Config.from_dict({**c.to_dict(), "learning_rate": 1.0})
+    with pytest.raises(ConfigError, match="unknown preset"):
+        make_config("fastest")
+
+
+def test_grpo_defaults_to_one_group_of_envs_and_swimmer_gamma():
+    assert make_config("default", algo="grpo", group_size=8).num_envs == 8
+    assert make_config("default", env_id="Swimmer-v5").gamma == 0.9999
+    assert make_config("classic", env_id="Swimmer-v5").gamma == 0.99

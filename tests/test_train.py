@@ -1,0 +1,149 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import importlib
+from ppo_control import CheckpointError, load_policy, train
+from ppo_control.checkpoint import load_checkpoint
+from ppo_control.envs import VecEnv
+from ppo_control.metrics import read_jsonl
+from ppo_control.update import NonFiniteError
+
+train_mod = importlib.import_module("ppo_control.train")
+
+
+def _params(run_dir):
+    return load_checkpoint(run_dir)["policy"]
+
+
+def test_same_seed_gives_identical_parameters(tiny):
+    a = train(tiny(run_name="a"))
+    b = train(tiny(run_name="b"))
+    c = train(tiny(run_name="c", seed=2))
+    pa, pb, pc = _params(a["run_dir"]), _params(b["run_dir"]), _params(c["run_dir"])
+    assert all(torch.equal(pa[k], pb[k]) for k in pa)
+    assert not all(torch.equal(pa[k], pc[k]) for k in pa)
+
+
+def test_outputs_and_checkpoint_round_trip(tiny, tmp_path):
+    s = train(tiny(tensorboard=True, eval_episodes=2))
+    run = tmp_path / "run"
+    for f in ("config.json", "metrics.csv", "metrics.jsonl", "checkpoint.pt", "eval.json", "summary.json"):
+        assert (run / f).exists(), f
+    assert list((run / "tb").iterdir())
+    cfgj = json.loads((run / "config.json").read_text())
+    assert cfgj["config"]["env_id"] == "InvertedPendulum-v5" and "torch" in cfgj["environment"]
+    rows = read_jsonl(run / "metrics.jsonl")
+    assert [r["iteration"] for r in rows] == [1, 2]
+    for key in ("charts/episodic_return", "charts/SPS", "losses/policy_loss", "losses/value_loss",
+                "losses/entropy", "losses/approx_kl", "losses/clipfrac", "losses/explained_variance",
+                "losses/dual_clip_frac", "policy/std_mean"):
+        assert key in rows[-1], key
+    st = load_checkpoint(run)
+    assert st["global_step"] == 256 and st["iteration"] == 2
+    pol = load_policy(run)
+    a = pol(np.zeros(4))
+    assert a.shape == (1,) and -3 <= a[0] <= 3
+    assert pol(np.zeros((5, 4))).shape == (5, 1)
+    assert s["eval_return"] == pytest.approx(json.loads((run / "eval.json").read_text())["mean_return"])
+
+
+def _interrupt_env_step_after(monkeypatch, n):
+    real, calls = VecEnv.step, {"n": 0}
+
+    def step(self, actions):
+        calls["n"] += 1
+        if calls["n"] == n:
+            raise KeyboardInterrupt
+        return real(self, actions)
+    monkeypatch.setattr(VecEnv, "step", step)
+
+
+def test_interrupted_run_resumes_exactly(tiny, tmp_path, monkeypatch):
+    full = train(tiny(run_name="full", total_steps=512))
+    _interrupt_env_step_after(monkeypatch, 64 * 2 + 30)  # Ctrl-C in the middle of iteration 3
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny(run_name="cut", total_steps=512))
+    monkeypatch.undo()
+    st = load_checkpoint(tmp_path / "cut")
+    assert st["iteration"] == 2 and st["global_step"] == 256
+    resumed = train(resume=str(tmp_path / "cut"))
+    assert resumed["global_step"] == full["global_step"] == 512
+    pf, pr = _params(full["run_dir"]), _params(resumed["run_dir"])
+    assert all(torch.equal(pf[k], pr[k]) for k in pf)
+    rows_full = read_jsonl(tmp_path / "full" / "metrics.jsonl")
+    rows_res = read_jsonl(tmp_path / "cut" / "metrics.jsonl")
+    assert [r["iteration"] for r in rows_res] == [1, 2, 3, 4]
+    assert [r["losses/policy_loss"] for r in rows_res] == [r["losses/policy_loss"] for r in rows_full]
+
+
+def test_existing_run_dir_needs_resume(tiny):
+    train(tiny())
+    with pytest.raises(CheckpointError, match="--resume"):
+        train(tiny())
+
+
+def test_corrupted_checkpoint_is_a_clear_error(tiny, tmp_path):
+    train(tiny())
+    ck = tmp_path / "run" / "checkpoint.pt"
+    ck.write_bytes(ck.read_bytes()[:1000])
+    with pytest.raises(CheckpointError, match="corrupted"):
+        train(resume=str(tmp_path / "run"))
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        load_policy(tmp_path / "nowhere")
+
+
+def test_mismatched_checkpoint_is_a_clear_error(tiny, tmp_path):
+    train(tiny())
+    st = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
+    st["policy"]["mean_net.0.weight"] = torch.zeros(3, 3)
+    torch.save(st, tmp_path / "run" / "checkpoint.pt")
+    with pytest.raises(CheckpointError, match="policy .* does not match"):
+        load_policy(tmp_path / "run")
+
+
+def test_non_finite_parameters_stop_the_run_and_keep_the_last_good_checkpoint(tiny, tmp_path, monkeypatch):
+    real, calls = train_mod.update, {"n": 0}
+
+    def poisoned(policy, *a, **k):
+        out = real(policy, *a, **k)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            with torch.no_grad():
+                policy.log_std.fill_(float("nan"))
+        return out
+    monkeypatch.setattr(train_mod, "update", poisoned)
+    with pytest.raises(NonFiniteError, match="non-finite.*last good state \\(iteration 1\\)"):
+        train(tiny(total_steps=512))
+    st = load_checkpoint(tmp_path / "run")
+    assert st["iteration"] == 1 and torch.isfinite(st["policy"]["log_std"]).all()
+
+
+def test_dual_clip_and_target_kl_run(tiny):
+    s = train(tiny(dual_clip=3.0, target_kl=1e-6, clip_vloss=True))
+    rows = read_jsonl(f"{s['run_dir']}/metrics.jsonl")
+    assert rows[0]["losses/early_stop"] == 1.0 and rows[0]["losses/epochs"] == 1
+
+
+def test_cli_train_eval_and_bad_input(tmp_path):
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "ppo_control", *args], capture_output=True, text=True,
+                              timeout=300)
+    r = cli("train", "--env-id", "InvertedPendulum-v5", "--total-steps", "256", "--num-envs", "2",
+            "--num-steps", "64", "--num-minibatches", "4", "--update-epochs", "1", "--eval-episodes", "1",
+            "--no-progress", "--no-tensorboard", "--out-dir", str(tmp_path), "--run-name", "cli")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["global_step"] == 256
+    r = cli("eval", str(tmp_path / "cli"), "--episodes", "2")
+    assert r.returncode == 0, r.stderr
+    assert len(json.loads(r.stdout)["returns"]) == 2
+    r = cli("train", "--env-id", "CartPole-v1", "--no-progress", "--out-dir", str(tmp_path))
+    assert r.returncode == 2 and "continuous Box" in r.stderr
+    r = cli("train", "--num-minibatches", "7", "--out-dir", str(tmp_path))
+    assert r.returncode == 2 and "must divide the batch size" in r.stderr
+    r = cli("train", "--help")
+    assert r.returncode == 0 and "--dual-clip" in r.stdout and "--gae-lambda" in r.stdout
