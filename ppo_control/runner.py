@@ -109,8 +109,9 @@ _JOB = {"running": False, "stopping": False}
 
 
 def _worker_init() -> None:
-    signal.signal(signal.SIGINT, _on_stop_signal)
-    signal.signal(signal.SIGTERM, _on_stop_signal)
+    # A local worker between start-up and its job has nothing to save: ignore stop signals there.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def _on_stop_signal(signum, frame) -> None:
@@ -119,6 +120,29 @@ def _on_stop_signal(signum, frame) -> None:
     if _JOB["running"] and not _JOB["stopping"]:
         _JOB["stopping"] = True
         raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextmanager
+def _stoppable():
+    """SIGINT/SIGTERM raise KeyboardInterrupt (once) in the job, whatever the inherited handlers.
+
+    Set explicitly because a process started in the background by a shell inherits SIGINT
+    ignored, and then neither the runner's forwarded SIGINT nor ``ray.cancel`` (which simulates
+    a SIGINT) would reach train's checkpoint-on-interrupt path.
+    """
+    _JOB.update(running=True, stopping=False)
+    old = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                old[sig] = signal.signal(sig, _on_stop_signal)
+            except ValueError:  # not the main thread: keep what is there
+                pass
+        yield
+    finally:
+        _JOB["running"] = False
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 def run_job(cfg_dict: dict) -> dict:
@@ -134,18 +158,16 @@ def run_job(cfg_dict: dict) -> dict:
     status, error, summary = {"skip": "skipped", "conflict": "conflict"}.get(action), why, None
     if status is None:
         try:
-            _JOB.update(running=True, stopping=False)
-            from .train import train
-            (run_dir / ERROR_NAME).unlink(missing_ok=True)
-            summary = train(resume=str(run_dir)) if action == "resume" else train(cfg)
+            with _stoppable():
+                from .train import train
+                (run_dir / ERROR_NAME).unlink(missing_ok=True)
+                summary = train(resume=str(run_dir)) if action == "resume" else train(cfg)
             status = "finished"
         except KeyboardInterrupt:
             status = "interrupted"
         except Exception:
             status, error = "failed", traceback.format_exc()
             write_error(run_dir, error)
-        finally:
-            _JOB["running"] = False
     return dataclasses.asdict(JobResult(cfg.run_name, str(run_dir), action, status, time.time() - t0, error,
                                         summary))
 
@@ -282,7 +304,9 @@ def _run_ray(cfgs: Sequence[Config], workers: int, ray_address: Optional[str], l
         log.echo(f"runner: cancelling {len(refs)} Ray task(s); running ones save a checkpoint ...")
         for ref in refs:
             ray.cancel(ref)  # not forced: raises KeyboardInterrupt inside the task, so train checkpoints
-        ray.wait(list(refs), num_returns=len(refs), timeout=STOP_GRACE_S)
+        done, _ = ray.wait(list(refs), num_returns=len(refs), timeout=STOP_GRACE_S)
+        for ref in done:
+            log.record(_ray_result(ray, ref, *refs[ref]))
         raise
     return out
 
