@@ -1,0 +1,377 @@
+"""Speed benchmarks, every number a side-by-side ratio from one run.
+
+  python benchmarks/speed.py env      # (2) env-only steps/s: gymnasium sync/async, batched, EnvPool
+                                      # (3) the raw physics limit on all cores, and each backend's share
+  python benchmarks/speed.py ppo      # (1) end-to-end PPO (ppo_control.train) vs Stable-Baselines3 PPO
+  python benchmarks/speed.py wall1m   # (4) 1M-step PPO wall time per vector-env backend
+
+Each writes ``<out>.md`` and ``<out>.json`` (default ``results/speed/<subcommand>``) with the
+command, git commit, CPU model, core count, versions, load average and wall time.
+Measurements of one group (task, num_envs) are interleaved repeat by repeat, so that a
+machine shared with other work slows every backend alike; tables show medians.
+EnvPool and Stable-Baselines3 are benchmark-only extras (``pip install envpool
+stable-baselines3``), never imported by ppo_control itself.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import pstats
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+
+import numpy as np
+
+from ppo_control.envs import VecEnv
+from ppo_control.envs.batched import BatchedMujocoVecEnv, default_threads
+from ppo_control.runinfo import environment_info
+
+GYM_BACKENDS = ("sync", "async")
+
+
+# --- (2) env-only throughput ----------------------------------------------------------
+class EnvPoolEnv:
+    """EnvPool's gymnasium API behind reset/step (its own MuJoCo build and C++ threads)."""
+
+    def __init__(self, env_id, num_envs, nthread):
+        import envpool
+        self.env = envpool.make_gymnasium(env_id, num_envs=num_envs, batch_size=num_envs, seed=0,
+                                          num_threads=min(nthread, num_envs))
+        self.num_envs, self.act_dim = num_envs, self.env.action_space.shape[0]
+        self.action_low, self.action_high = self.env.action_space.low, self.env.action_space.high
+
+    def reset(self, seed=None):
+        return self.env.reset()[0]
+
+    def step(self, actions):
+        return self.env.step(actions)
+
+    def close(self):
+        self.env.close()
+
+
+def make_backend(name, env_id, num_envs, nthread):
+    if name in GYM_BACKENDS:
+        return VecEnv(env_id, num_envs, name)
+    if name == "batched":
+        return BatchedMujocoVecEnv(env_id, num_envs, nthread=nthread)
+    if name == "envpool":
+        return EnvPoolEnv(env_id, num_envs, nthread)
+    raise ValueError(f"unknown backend {name!r}")
+
+
+def env_throughput(env, steps: int, seed: int = 0) -> float:
+    """Env steps/s (all envs counted) of ``steps`` vector steps with uniform random actions."""
+    rng = np.random.default_rng(seed)
+    acts = rng.uniform(env.action_low, env.action_high, size=(steps + 5, env.num_envs, env.act_dim))
+    env.reset(seed=seed)
+    for t in range(5):  # warm-up: first-call checks, page faults, thread pools
+        env.step(acts[t])
+    t0 = time.perf_counter()
+    for t in range(5, steps + 5):
+        env.step(acts[t])
+    return steps * env.num_envs / (time.perf_counter() - t0)
+
+
+# --- (3) the physics limit ----------------------------------------------------------
+def physics_rates(env_id: str, nbatch: int, steps: int, nthread: int, seed: int = 0) -> dict:
+    """Raw MuJoCo throughput with no Python between substeps, in env steps/s (substeps / frame_skip).
+
+    one_thread: mj_step(nstep=frame_skip) on one MjData; ideal = one_thread * cores;
+    rollout: mujoco.rollout on all threads (open-loop random controls, nbatch start states);
+    batch: mujoco.batch.Batch.rollout of the same controls on all threads, the engine the batched backend uses.
+    """
+    import gymnasium as gym
+    import mujoco
+    import mujoco.batch
+    import mujoco.rollout
+    u = gym.make(env_id).unwrapped
+    m, fs = u.model, u.frame_skip
+    rng = np.random.default_rng(seed)
+    lo, hi = m.actuator_ctrlrange.T
+    full, integ = mujoco.mjtState.mjSTATE_FULLPHYSICS, mujoco.mjtState.mjSTATE_INTEGRATION
+    states, rows = np.empty((nbatch, mujoco.mj_stateSize(m, full))), np.empty((nbatch, mujoco.mj_stateSize(m, integ)))
+    for i in range(nbatch):  # gymnasium's own reset states, as rollout (FULLPHYSICS) and Batch rows
+        u.reset(seed=seed + i)
+        mujoco.mj_getState(m, u.data, states[i], full)
+        mujoco.mj_getState(m, u.data, rows[i], integ)
+    ctrl = rng.uniform(lo, hi, size=(nbatch, steps, m.nu)).repeat(fs, axis=1)  # held for frame_skip substeps
+    out = {}
+
+    d = mujoco.MjData(m)
+    mujoco.mj_setState(m, d, states[0], mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    n1 = max(steps, 200)
+    c1 = rng.uniform(lo, hi, size=(n1, m.nu))
+    t0 = time.perf_counter()
+    for t in range(n1):
+        d.ctrl[:] = c1[t]
+        mujoco.mj_step(m, d, nstep=fs)
+    out["one_thread"] = n1 / (time.perf_counter() - t0)
+    out["ideal"] = out["one_thread"] * nthread
+
+    with mujoco.rollout.Rollout(nthread=nthread) as ro:
+        datas = [mujoco.MjData(m) for _ in range(nthread)]
+        st_out = np.empty((nbatch, steps * fs, states.shape[1]))
+        ro.rollout(m, datas, states, ctrl[:, :fs], nstep=fs)  # warm-up (thread pool start)
+        t0 = time.perf_counter()
+        ro.rollout(m, datas, states, ctrl, state=st_out)
+        out["rollout"] = nbatch * steps / (time.perf_counter() - t0)
+
+    b = mujoco.batch.Batch(m, nbatch, nthread=nthread)
+    b.state[:] = rows
+    b.rollout(fs, control=ctrl[:, :fs], record=())  # warm-up
+    b.state[:] = rows
+    t0 = time.perf_counter()
+    b.rollout(fs * steps, control=ctrl, record=())  # same controls as rollout, one native call
+    out["batch"] = nbatch * steps / (time.perf_counter() - t0)
+    out["limit"] = max(out["rollout"], out["batch"])
+    return out
+
+
+def profile_batched(env_id: str, num_envs: int, steps: int, nthread: int) -> dict:
+    """Where the batched backend's step time goes (fractions of the total)."""
+    env = BatchedMujocoVecEnv(env_id, num_envs, nthread=nthread)
+    env.reset(seed=0)
+    acts = np.random.default_rng(0).uniform(env.action_low, env.action_high, size=(steps, num_envs, env.act_dim))
+    prof = cProfile.Profile()
+    prof.enable()
+    for t in range(steps):
+        env.step(acts[t])
+    prof.disable()
+    env.close()
+    stats = pstats.Stats(prof).stats
+    total = sum(v[2] for v in stats.values())  # tottime summed = all time spent
+    part = lambda pred, idx=2: sum(v[idx] for k, v in stats.items() if pred(k))  # noqa: E731
+    native = part(lambda k: k[2] == "<built-in method mujoco._batch.step>")
+    rne = part(lambda k: k[2] in ("<built-in method mujoco._batch.get_data>",
+                                  "<built-in method mujoco._functions.mj_rnePostConstraint>"))
+    resets = part(lambda k: k[2] == "_reset_envs", idx=3)
+    return {"native_step": native / total, "cfrc_ext_rne": rne / total, "resets": resets / total,
+            "numpy_and_python": (total - native - rne - resets) / total, "seconds": total}
+
+
+def cmd_env(args) -> dict:
+    nthread = args.threads or default_threads()
+    rows, physics, profiles = [], {}, {}
+    for env_id in args.env_ids:
+        physics[env_id] = []
+        for n in args.num_envs:
+            backends, skipped = {}, {}
+            for name in args.backends:
+                if name == "async" and n > args.async_max_envs:
+                    skipped[name] = f"skipped: more than --async-max-envs={args.async_max_envs} processes"
+                    continue
+                try:
+                    backends[name] = make_backend(name, env_id, n, nthread)
+                except Exception as e:  # e.g. EnvPool not installable here: record why
+                    skipped[name] = f"unavailable: {type(e).__name__}: {e}"
+            steps = max(args.min_steps, args.env_steps // n)
+            for r in range(args.repeats):
+                for name, env in backends.items():
+                    rows.append({"env_id": env_id, "num_envs": n, "backend": name, "repeat": r,
+                                 "sps": env_throughput(env, steps, seed=r)})
+                if n == max(args.num_envs):  # the limit, measured beside the largest group's repeats
+                    physics[env_id].append(physics_rates(env_id, args.physics_batch, args.physics_steps,
+                                                         nthread, seed=r))
+            for name, why in skipped.items():
+                rows.append({"env_id": env_id, "num_envs": n, "backend": name, "skipped": why})
+            for env in backends.values():
+                env.close()
+            print(f"{env_id} N={n}: " + ", ".join(
+                f"{b}={median(x['sps'] for x in rows if x.get('sps') and x['env_id'] == env_id and x['num_envs'] == n and x['backend'] == b):.0f}"
+                for b in backends), flush=True)
+        if args.profile_envs:
+            profiles[env_id] = profile_batched(env_id, args.profile_envs, args.profile_steps, nthread)
+    return {"rows": rows, "physics": physics, "profiles": profiles, "threads": nthread}
+
+
+def summarize_env(res: dict, args) -> tuple[str, dict]:
+    rows, md, summary = res["rows"], [], {}
+    for env_id in args.env_ids:
+        phys = {k: median(p[k] for p in res["physics"][env_id]) for k in res["physics"][env_id][0]}
+        limit = phys["limit"]
+        md += [f"\n### {env_id}\n",
+               f"Physics limit (env steps/s = substeps/s / frame_skip, {res['threads']} threads, "
+               f"{args.physics_batch} sims): rollout {phys['rollout']:.0f}, batch {phys['batch']:.0f} -> "
+               f"**limit {limit:.0f}**; one thread {phys['one_thread']:.0f} (x{res['threads']} = ideal "
+               f"{phys['ideal']:.0f}).\n",
+               "| envs | " + " | ".join(args.backends) + " | batched / best gymnasium | batched / limit |",
+               "|---:|" + "---:|" * (len(args.backends) + 2)]
+        summary[env_id] = {"physics": phys, "by_num_envs": {}}
+        for n in args.num_envs:
+            cell, med = [], {}
+            for b in args.backends:
+                xs = [x for x in rows if x["env_id"] == env_id and x["num_envs"] == n and x["backend"] == b]
+                sps = [x["sps"] for x in xs if "sps" in x]
+                if sps:
+                    med[b] = median(sps)
+                    cell.append(f"{med[b]:.0f} ({med[b] / limit:.0%})")
+                else:
+                    cell.append(xs[0]["skipped"] if xs else "-")
+            best_gym = max([med[b] for b in GYM_BACKENDS if b in med], default=float("nan"))
+            ratio = med.get("batched", float("nan")) / best_gym
+            frac = med.get("batched", float("nan")) / limit
+            summary[env_id]["by_num_envs"][n] = {"median_sps": med, "batched_over_best_gym": ratio,
+                                                 "batched_over_limit": frac}
+            md.append(f"| {n} | " + " | ".join(cell) + f" | {ratio:.2f}x | {frac:.0%} |")
+        if env_id in res["profiles"]:
+            p = res["profiles"][env_id]
+            md.append(f"\nBatched step profile at {args.profile_envs} envs: native mj_step (mujoco.batch) "
+                      f"{p['native_step']:.0%}, cfrc_ext via mj_rnePostConstraint {p['cfrc_ext_rne']:.0%}, "
+                      f"autoresets {p['resets']:.0%}, numpy/Python {p['numpy_and_python']:.0%}.")
+    t = args.target_envs
+    if t in args.num_envs:
+        md.append(f"\n### Targets at {t} envs (issue: >= 1.5x best gymnasium, >= 60% of the physics limit)\n")
+        for env_id in args.env_ids:
+            s = summary[env_id]["by_num_envs"][t]
+            ok1, ok2 = s["batched_over_best_gym"] >= 1.5, s["batched_over_limit"] >= 0.6
+            md.append(f"- {env_id}: {s['batched_over_best_gym']:.2f}x best gymnasium "
+                      f"({'met' if ok1 else 'MISSED'}), {s['batched_over_limit']:.0%} of the limit "
+                      f"({'met' if ok2 else 'MISSED'})")
+    return "\n".join(md), summary
+
+
+# --- (1) end-to-end PPO vs Stable-Baselines3, (4) 1M-step wall times -----------------
+def run_ppo_control(env_id, total_steps, num_envs, vectorization, seed, out_dir) -> dict:
+    from ppo_control.config import make_config
+    from ppo_control.train import train
+    cfg = make_config("default", env_id=env_id, total_steps=total_steps, num_envs=num_envs, seed=seed,
+                      num_steps=2048 // num_envs, vectorization=vectorization, eval_episodes=0, progress=False,
+                      tensorboard=False, out_dir=str(out_dir), run_name=f"{env_id}_{vectorization}_{num_envs}_s{seed}")
+    t0 = time.perf_counter()
+    s = train(cfg)
+    return {"wall_s": time.perf_counter() - t0, "train_wall_s": s["wall_time"], "sps": s["SPS"],
+            "steps": s.get("global_step", total_steps)}
+
+
+def run_sb3(env_id, total_steps, num_envs, seed) -> dict:
+    """SB3 PPO with the same settings as ppo_control's default preset (2048-step batches, 32 minibatches)."""
+    import gymnasium as gym
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+    torch.set_num_threads(1)  # ppo_control's default torch_threads, for the same footing
+    venv = VecNormalize(DummyVecEnv([lambda: gym.make(env_id)] * num_envs), gamma=0.99)
+    model = PPO("MlpPolicy", venv, n_steps=2048 // num_envs, batch_size=2048 // 32, n_epochs=10,
+                learning_rate=lambda f: 3e-4 * f, gamma=0.99, gae_lambda=0.95, clip_range=0.2, ent_coef=0.0,
+                vf_coef=0.5, max_grad_norm=0.5, seed=seed, device="cpu", verbose=0)
+    t0 = time.perf_counter()
+    model.learn(total_timesteps=total_steps)
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "sps": total_steps / wall, "steps": total_steps}
+
+
+def cmd_ppo(args) -> dict:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for env_id in args.env_ids:
+            for r in range(args.repeats):  # interleaved: ppo_control then SB3 in each repeat
+                rows.append({"env_id": env_id, "impl": "ppo_control", "repeat": r,
+                             **run_ppo_control(env_id, args.total_steps, args.ppo_envs, args.vectorization, r + 1, tmp)})
+                rows.append({"env_id": env_id, "impl": "sb3", "repeat": r,
+                             **run_sb3(env_id, args.total_steps, args.ppo_envs, r + 1)})
+    md = ["| env | ppo_control steps/s | SB3 steps/s | ratio |", "|---|---:|---:|---:|"]
+    for env_id in args.env_ids:
+        a = median(x["sps"] for x in rows if x["env_id"] == env_id and x["impl"] == "ppo_control")
+        b = median(x["sps"] for x in rows if x["env_id"] == env_id and x["impl"] == "sb3")
+        md.append(f"| {env_id} | {a:.0f} | {b:.0f} | {a / b:.2f}x |")
+    return {"rows": rows, "markdown": "\n".join(md)}
+
+
+def cmd_wall1m(args) -> dict:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for env_id in args.env_ids:
+            for vec in args.backends:
+                rows.append({"env_id": env_id, "vectorization": vec,
+                             **run_ppo_control(env_id, args.total_steps, args.ppo_envs, vec, 1, tmp)})
+    md = [f"| env | backend | wall (s) for {args.total_steps} steps | steps/s |", "|---|---|---:|---:|"]
+    md += [f"| {x['env_id']} | {x['vectorization']} | {x['wall_s']:.1f} | {x['sps']:.0f} |" for x in rows]
+    return {"rows": rows, "markdown": "\n".join(md)}
+
+
+# --- output ---------------------------------------------------------------------------
+def write(out: Path, title: str, body: str, payload: dict, info: dict, wall: float) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    head = [f"# {title}\n", f"Command: `{info['command']}`  ", f"Commit: `{info['commit']}` (dirty: {info['dirty']})  ",
+            f"Machine: {info['cpu']}, {info['cores']} cores; load average {info['load_before']} before, "
+            f"{info['load_after']} after (shared machine: compare ratios, not absolute numbers)  ",
+            f"Versions: python {info['python']}, mujoco {info['mujoco']}, gymnasium {info['gymnasium']}, "
+            f"numpy {info['numpy']}, torch {info['torch']}" + "".join(f", {k} {v}" for k, v in info['extras'].items())
+            + "  ", f"Wall time: {wall:.0f} s; date {info['date']}\n"]
+    out.with_suffix(".md").write_text("\n".join(head) + body + "\n")
+    out.with_suffix(".json").write_text(json.dumps({"info": info, "wall_s": wall, **payload}, indent=1, default=str))
+    print(f"wrote {out.with_suffix('.md')} and .json")
+
+
+def _extras() -> dict:
+    found = {}
+    for mod in ("envpool", "stable_baselines3"):
+        try:
+            found[mod] = __import__(mod).__version__
+        except Exception:
+            found[mod] = "not installed"
+    return found
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("env", help="(2)+(3) env-only throughput and the physics limit")
+    e.add_argument("--env-ids", nargs="+", default=["HalfCheetah-v5", "Hopper-v5", "Ant-v5"])
+    e.add_argument("--num-envs", nargs="+", type=int, default=[1, 16, 64, 256])
+    e.add_argument("--backends", nargs="+", default=["sync", "async", "batched", "envpool"])
+    e.add_argument("--repeats", type=int, default=3, help="interleaved repeats per group; medians reported")
+    e.add_argument("--env-steps", type=int, default=3000, help="env steps (all envs) per measurement")
+    e.add_argument("--min-steps", type=int, default=20, help="at least this many vector steps per measurement")
+    e.add_argument("--async-max-envs", type=int, default=256, help="skip gymnasium async above this many processes")
+    e.add_argument("--physics-batch", type=int, default=256, help="simulations in the physics-limit runs")
+    e.add_argument("--physics-steps", type=int, default=20, help="env steps per simulation in the physics-limit runs")
+    e.add_argument("--profile-envs", type=int, default=64, help="profile the batched step at this many envs (0 = off)")
+    e.add_argument("--profile-steps", type=int, default=100)
+    e.add_argument("--target-envs", type=int, default=64)
+    for q, name in ((sub.add_parser("ppo", help="(1) end-to-end PPO vs Stable-Baselines3"), "ppo"),
+                    (sub.add_parser("wall1m", help="(4) 1M-step wall time per backend"), "wall1m")):
+        q.add_argument("--env-ids", nargs="+", default=["HalfCheetah-v5", "Hopper-v5"])
+        q.add_argument("--total-steps", type=int, default=1_000_000 if name == "wall1m" else 100_000)
+        q.add_argument("--ppo-envs", type=int, default=4, help="num_envs (2048 // num_envs steps per env per update)")
+        q.add_argument("--repeats", type=int, default=1)
+        if name == "ppo":
+            q.add_argument("--vectorization", default="batched")
+        else:
+            q.add_argument("--backends", nargs="+", default=["sync", "async", "batched"])
+    for q in sub.choices.values():
+        q.add_argument("--threads", type=int, default=0, help="MuJoCo threads (0 = all cores this process may use)")
+        q.add_argument("--out", default=None, help="output path without suffix (default results/speed/<subcommand>)")
+    args = p.parse_args(argv)
+
+    info = dict(environment_info(), command=" ".join(map(shlex.quote, ["python"] + sys.argv)),
+                load_before=" ".join(f"{x:.2f}" for x in os.getloadavg()), extras=_extras(),
+                date=time.strftime("%Y-%m-%d %H:%M:%S %z"))
+    t0 = time.perf_counter()
+    if args.cmd == "env":
+        res = cmd_env(args)
+        body, summary = summarize_env(res, args)
+        payload, title = {**res, "summary": summary, "args": vars(args)}, "Env-only throughput and the physics limit"
+        body = ("Env steps/s (all envs counted), random actions, median of interleaved repeats; "
+                "in brackets the share of the physics limit.\n" + body)
+    elif args.cmd == "ppo":
+        res = cmd_ppo(args)
+        payload, title, body = {**res, "args": vars(args)}, "End-to-end PPO: ppo_control vs Stable-Baselines3", res["markdown"]
+    else:
+        res = cmd_wall1m(args)
+        payload, title, body = {**res, "args": vars(args)}, "PPO wall time per vector-env backend", res["markdown"]
+    wall = time.perf_counter() - t0
+    info["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(body)
+    write(Path(args.out or f"results/speed/{args.cmd}"), title, body, payload, info, wall)
+
+
+if __name__ == "__main__":
+    main()
