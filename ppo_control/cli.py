@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "needs a MuJoCo renderer (MUJOCO_GL=egl or osmesa)")
     e.add_argument("--env-id", help="evaluate on another env id than the one trained on")
 
+    from . import sweep as sweep_mod
+    sweep_mod.add_parsers(sub)
     return p
 
 

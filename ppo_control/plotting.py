@@ -177,3 +177,37 @@ def save_figure(fig: Figure, out, provenance: Optional[dict] = None) -> Path:
         fig.text(0.005, 0.002, short, fontsize=5, color="gray", ha="left", va="bottom")
     fig.savefig(out, dpi=130, metadata=meta)
     return out
+
+
+def write_report(runs: Sequence[Run], by: Sequence[str], out, x: str = "steps",
+                 provenance: Optional[dict] = None, heatmap: Optional[Sequence[str]] = None,
+                 metric: str = "final_return") -> List[Path]:
+    """Learning curves ``out`` (PNG), tables ``out``.md/.csv and optionally heatmap(s); returns the paths.
+
+    Runs of several environments get one panel per environment (grouped by ``by`` inside each)
+    and ``env_id`` as the first table column, since returns of different tasks do not share a scale.
+    """
+    from .aggregate import group_label, summarize, write_tables
+    out = Path(out)
+    stem = out.with_suffix("")
+    envs = sorted({str(r.config.get("env_id")) for r in runs})
+    split = len(envs) > 1 and "env_id" not in by
+    paths = list(write_tables(summarize(runs, (["env_id"] if split else []) + list(by)), stem, provenance))
+
+    def labelled(members: Sequence[Run], default: str) -> Dict[str, List[Run]]:
+        return {group_label(by, k) if by else default: v for k, v in group_runs(members, by).items()}
+
+    if split:
+        per_env = {e: labelled([r for r in runs if r.config.get("env_id") == e], e) for e in envs}
+        paths.append(plot_panels(per_env, out, x, provenance))
+    else:
+        only = envs[0] if len(envs) == 1 else None
+        paths.append(plot_learning_curves(labelled(runs, only or "all runs"), out, x, only, provenance))
+    if heatmap:
+        row_field, col_field = heatmap
+        for e in envs:
+            members = [r for r in runs if r.config.get("env_id") == e]
+            name = f"{stem.name}_heatmap" + (f"_{e}" if len(envs) > 1 else "") + ".png"
+            paths.append(plot_heatmap(members, row_field, col_field, stem.with_name(name), metric,
+                                      f"{e}: {metric.replace('_', ' ')} (mean over seeds)", provenance))
+    return paths

@@ -1,0 +1,257 @@
+"""Grid sweeps and per-environment benchmarks as runner jobs, and the ``sweep``/``bench``/``plot`` commands.
+
+    ppo-control sweep --env-id Hopper-v5 --grid gae_lambda=0.9,0.95,0.99 --grid ent_coef=0,0.01 \\
+        --seeds 1 2 3 --total-steps 1000000 --out-dir runs/hopper_lambda_ent
+    ppo-control bench --envs HalfCheetah-v5 Hopper-v5 --algo ppo --seeds 1 2 3 --out-dir runs/bench
+    ppo-control plot runs/hopper_lambda_ent --out results/hopper.png --heatmap gae_lambda ent_coef
+
+Every grid cell x seed is one job with a deterministic run name
+(``Hopper-v5__gae_lambda=0.9__ent_coef=0__s1``), so the same command run again skips what is
+finished and resumes what was interrupted. Grid values are parsed with the Config field's type
+and every cell's Config is built (and so validated) before anything runs.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import itertools
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+from .aggregate import format_value
+from .config import PRESETS, Config, ConfigError, make_config
+
+FIELDS: Dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(Config)}
+# Set by the sweep itself (seed via --seeds, names generated) or meaningless to sweep over.
+NOT_SWEPT = {"seed": "use --seeds", "run_name": "run names are generated", "out_dir": "use --out-dir",
+             "preset": "use --preset", "progress": "the runner turns progress bars off"}
+_NONE = ("none", "null", "off")
+_BOOLS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
+
+Job = Tuple[str, Config]
+
+
+def field_name(text: str) -> str:
+    """Config field for ``text`` (kebab or snake case), or ConfigError naming the closest fields."""
+    name = text.strip().replace("-", "_")
+    if name not in FIELDS:
+        near = difflib.get_close_matches(name, FIELDS, n=3)
+        raise ConfigError(f"unknown config field {text!r}" + (f"; did you mean {', '.join(near)}?" if near else
+                                                              f"; fields: {', '.join(sorted(FIELDS))}"))
+    return name
+
+
+def parse_value(name: str, text: str):
+    """``text`` as a value of Config field ``name``: typed as the field (64x64 for tuples, none for Optional)."""
+    f = FIELDS[field_name(name)]
+    kind, text = f.type, text.strip()
+    if kind.startswith("Optional["):
+        if text.lower() in _NONE:
+            return None
+        kind = kind[len("Optional["):-1]
+    try:
+        if kind == "int":
+            value = _parse_int(text)
+        elif kind == "float":
+            value = float(text)
+        elif kind == "bool":
+            value = _BOOLS[text.lower()]
+        elif kind == "Tuple[int, ...]":
+            value = tuple(_parse_int(x) for x in text.replace(",", "x").split("x"))
+        elif kind == "str":
+            value = text
+        else:
+            raise ConfigError(f"{f.name} (type {f.type}) cannot be set from the command line")
+    except (ValueError, KeyError):
+        example = {"int": "3", "float": "0.95", "bool": "true or false", "Tuple[int, ...]": "64x64"}.get(kind, kind)
+        raise ConfigError(f"{f.name}={text!r}: expected {kind} (e.g. {example})"
+                          + (" or none" if f.type.startswith("Optional[") else "")) from None
+    choices = f.metadata.get("choices")
+    if choices and value not in choices:
+        raise ConfigError(f"{f.name}={text!r} is not one of {list(choices)}")
+    return value
+
+
+def _parse_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        x = float(text)  # allows 1e6 for step counts
+        if not x.is_integer():
+            raise
+        return int(x)
+
+
+def parse_grid(specs: Sequence[str]) -> List[Tuple[str, list]]:
+    """``["gae_lambda=0.9,0.95", "ent_coef=0,0.01"]`` -> ``[("gae_lambda", [0.9, 0.95]), ("ent_coef", [0.0, 0.01])]``."""
+    grid, seen = [], set()
+    for spec in specs:
+        if "=" not in spec:
+            raise ConfigError(f"--grid {spec!r}: expected FIELD=V1,V2,... e.g. gae_lambda=0.9,0.95,0.99")
+        key, _, values = spec.partition("=")
+        name = field_name(key)
+        if name in NOT_SWEPT:
+            raise ConfigError(f"--grid {name}: not a sweep field ({NOT_SWEPT[name]})")
+        if name in seen:
+            raise ConfigError(f"--grid {name} is given twice; put all its values in one --grid")
+        texts = [v for v in values.split(",") if v.strip()]
+        if not texts:
+            raise ConfigError(f"--grid {spec!r}: no values after '='")
+        parsed = [parse_value(name, v) for v in texts]
+        if len(set(map(format_value, parsed))) < len(parsed):
+            raise ConfigError(f"--grid {name}: repeated value in {values!r}")
+        grid.append((name, parsed))
+        seen.add(name)
+    return grid
+
+
+def run_name(cfg: Config, cell: Sequence[Tuple[str, object]]) -> str:
+    """``ENV__field=value__...__sSEED``: readable, and the same for the same cell and seed."""
+    parts = [cfg.env_id] + [f"{k}={format_value(v)}" for k, v in cell if k != "env_id"] + [f"s{cfg.seed}"]
+    return "__".join(parts).replace("/", "_")
+
+
+def expand_grid(preset: str, overrides: dict, grid: Sequence[Tuple[str, list]], seeds: Sequence[int]) -> List[Job]:
+    """Every grid cell x seed as ``(run_name, Config)``; cells vary fastest in the last grid field.
+
+    Each Config is built from ``preset`` + ``overrides`` + the cell + the seed, so an invalid
+    combination fails here, before any run starts, with the cell named.
+    """
+    both = sorted(set(overrides) & {k for k, _ in grid})
+    if both:
+        raise ConfigError(f"{both} given both as a fixed option and in --grid; keep one")
+    if not seeds or len(set(seeds)) < len(seeds):
+        raise ConfigError(f"--seeds must be distinct integers (got {list(seeds)})")
+    jobs = []
+    for values in itertools.product(*[v for _, v in grid]):
+        cell = list(zip([k for k, _ in grid], values))
+        for seed in seeds:
+            try:
+                cfg = make_config(preset, **overrides, **dict(cell), seed=seed)
+            except ConfigError as e:
+                label = ", ".join(f"{k}={format_value(v)}" for k, v in cell) or "the base config"
+                raise ConfigError(f"grid cell {label}: {e}") from None
+            jobs.append((run_name(cfg, cell), cfg))
+    return jobs
+
+
+def bench_jobs(preset: str, overrides: dict, envs: Sequence[str], seeds: Sequence[int]) -> List[Job]:
+    """One job per environment x seed, named ``ENV__ALGO__sSEED`` (per-env preset tweaks apply)."""
+    jobs = expand_grid(preset, overrides, [("env_id", list(envs))], seeds)
+    return [(f"{cfg.env_id}__{cfg.algo}__s{cfg.seed}", cfg) for _, cfg in jobs]
+
+
+# Commands -----------------------------------------------------------------------------------
+
+def add_parsers(sub) -> None:
+    """Register ``sweep``, ``bench`` and ``plot`` on the ``ppo-control`` subparsers."""
+    from .cli import add_config_args
+    from .plotting import X_AXES
+    from .runner import add_runner_args
+
+    s = sub.add_parser("sweep", help="grid sweep x seeds through the multi-run runner",
+                       description="Run every --grid cell x seed (skips finished runs, resumes interrupted "
+                       "ones), then write OUT_DIR/sweep.{md,csv,png} (and sweep_heatmap.png for two grid fields).")
+    s.add_argument("--grid", action="append", default=[], metavar="FIELD=V1,V2",
+                   help="config field and its values, e.g. gae_lambda=0.9,0.95 or hidden_sizes=64x64,256x256 "
+                        "(repeat for more fields)")
+    _common(s, add_runner_args)
+    add_config_args(s, skip=("preset", "seed", "run_name"))
+    s.set_defaults(func=_cmd_sweep)
+
+    b = sub.add_parser("bench", help="per-environment benchmark: envs x seeds",
+                       description="Run each environment x seed with one configuration (per-env preset tweaks "
+                       "apply), then write OUT_DIR/bench.{md,csv,png}.")
+    b.add_argument("--envs", nargs="+", required=True, metavar="ENV_ID", help="gymnasium env ids")
+    _common(b, add_runner_args)
+    add_config_args(b, skip=("preset", "seed", "run_name", "env_id"))
+    b.set_defaults(func=_cmd_bench)
+
+    p = sub.add_parser("plot", help="learning curves, tables and heatmaps from run directories",
+                       description="Read run directories (or folders holding them) and write learning curves "
+                       "(seed mean with 95%% bootstrap CI band) to --out, the table to the same path with .md "
+                       "and .csv, and optionally a heatmap.")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories or folders that hold them")
+    p.add_argument("--out", required=True, help="PNG path, e.g. results/hopper.png")
+    p.add_argument("--group-by", nargs="+", default=None, metavar="FIELD",
+                   help="config fields that define a line (default: every field that differs between runs)")
+    p.add_argument("--x", choices=X_AXES, default="steps", help="x axis: env steps or training wall time")
+    p.add_argument("--heatmap", nargs=2, metavar=("ROW_FIELD", "COL_FIELD"),
+                   help="also write OUT_heatmap.png of the seed-mean --metric per cell")
+    p.add_argument("--metric", choices=("final_return", "eval_return", "auc"), default="final_return",
+                   help="heatmap value (default: final_return)")
+    p.set_defaults(func=_cmd_plot)
+
+
+def _common(p, add_runner_args) -> None:
+    p.add_argument("--preset", default="default", choices=sorted(PRESETS), help="starting configuration")
+    p.add_argument("--seeds", nargs="+", type=int, default=[1], metavar="SEED", help="seeds (default: 1)")
+    p.add_argument("--dry-run", action="store_true", help="list the jobs and exit")
+    p.add_argument("--no-report", action="store_true", help="skip the tables and plots after the runs")
+    add_runner_args(p)
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    return {k: v for k, v in vars(args).items() if k in FIELDS and k not in ("seed", "run_name", "preset")}
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    grid = parse_grid(args.grid)
+    overrides = _overrides(args)
+    out_dir = overrides.pop("out_dir", Config.out_dir)
+    jobs = expand_grid(args.preset, overrides, grid, args.seeds)
+    by = [k for k, _ in grid if not (k == "env_id" and len(grid) > 1)]
+    heatmap = by if len(by) == 2 else None
+    return _run_and_report(args, jobs, out_dir, "sweep", by, heatmap)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    overrides = _overrides(args)
+    out_dir = overrides.pop("out_dir", Config.out_dir)
+    return _run_and_report(args, bench_jobs(args.preset, overrides, args.envs, args.seeds), out_dir, "bench",
+                           [], None)
+
+
+def _run_and_report(args, jobs: List[Job], out_dir: str, name: str, by: List[str], heatmap) -> int:
+    from .runner import run_jobs, report
+    if args.dry_run:
+        for n, cfg in jobs:
+            print(Path(out_dir) / n)
+        print(f"{len(jobs)} jobs")
+        return 0
+    t0 = time.time()
+    results = run_jobs(jobs, out_dir, args.workers, args.backend, args.ray_address)
+    print(f"runner: {report(results)} in {time.time() - t0:.0f} s")
+    if not args.no_report:
+        _report([r.run_dir for r in results], by, Path(out_dir) / f"{name}.png", "steps", heatmap,
+                "final_return", args.seeds, time.time() - t0)
+    return 1 if any(r.status in ("failed", "conflict") for r in results) else 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from .aggregate import find_run_dirs, load_run, varying_fields
+    runs = [load_run(d) for d in find_run_dirs(args.run_dirs)]
+    if not runs:
+        raise ConfigError(f"no run directories (folders with config.json) under {args.run_dirs}")
+    by = args.group_by if args.group_by is not None else [f for f in varying_fields(runs) if f != "env_id"]
+    seeds = sorted({r.config.get("seed") for r in runs})
+    _report([r.path for r in runs], [field_name(f) for f in by], args.out, args.x, args.heatmap, args.metric,
+            seeds, None)
+    return 0
+
+
+def _report(run_dirs, by, out, x, heatmap, metric, seeds, wall_time) -> None:
+    from .aggregate import load_run, markdown_table, provenance, summarize
+    from .plotting import write_report
+    runs = [load_run(d) for d in map(Path, run_dirs) if (Path(d) / "config.json").exists()]
+    if not runs:
+        print("report: no run directories to report on")
+        return
+    prov = provenance(["ppo-control"] + sys.argv[1:], seeds, wall_time)
+    paths = write_report(runs, by, out, x, prov, heatmap, metric)
+    envs = {r.config.get("env_id") for r in runs}
+    print(markdown_table(summarize(runs, (["env_id"] if len(envs) > 1 and "env_id" not in by else []) + by)))
+    print("wrote " + ", ".join(map(str, paths)))
