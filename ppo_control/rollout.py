@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from .envs import VecEnv
+from .inference import Actor
 from .networks import GaussianPolicy, ValueNet
 from .normalize import ObsNormalizer, RewardScaler
 
@@ -76,9 +77,13 @@ def record_step(rs: RolloutState, reward: np.ndarray, done: np.ndarray) -> None:
 @torch.no_grad()
 def collect_steps(envs: VecEnv, policy: GaussianPolicy, critic: ValueNet, obs_norm: ObsNormalizer,
                   rew_scaler: RewardScaler, rs: RolloutState, num_steps: int,
-                  device: torch.device) -> Batch:
-    """Run ``num_steps`` steps in each of the N envs with the stochastic policy."""
+                  device: torch.device, rng: Optional[np.random.Generator] = None) -> Batch:
+    """Run ``num_steps`` steps in each of the N envs with the stochastic policy.
+
+    ``rng`` drives the action noise on the CPU fast path (see ``inference.Actor``).
+    """
     T, N = num_steps, envs.num_envs
+    actor = Actor(policy, critic, device, rng if rng is not None else np.random.default_rng())
     obs_buf = np.empty((T, N, envs.obs_dim), np.float32)
     act_buf = np.empty((T, N, envs.act_dim), np.float32)
     logp_buf = np.empty((T, N), np.float32)
@@ -90,26 +95,19 @@ def collect_steps(envs: VecEnv, policy: GaussianPolicy, critic: ValueNet, obs_no
     for t in range(T):
         o = obs_norm(rs.obs, update=True)
         obs_buf[t] = o
-        ot = torch.from_numpy(o).to(device)
-        dist = policy.dist(ot)
-        a = dist.sample()
-        logp_buf[t] = dist.log_prob(a).cpu().numpy()
-        val_buf[t] = critic(ot).cpu().numpy()
-        a_np = a.cpu().numpy()
-        act_buf[t] = a_np
-        next_obs, r, term, trunc, final_obs = envs.step(envs.clip_actions(a_np))
+        act_buf[t], logp_buf[t], val_buf[t] = actor.sample(o)
+        next_obs, r, term, trunc, final_obs = envs.step(envs.clip_actions(act_buf[t]))
         done = term | trunc
         record_step(rs, r, done)
         rew_buf[t] = rew_scaler(r, done)
         term_buf[t], trunc_buf[t] = term, trunc
         cut = np.flatnonzero(trunc & ~term)
         if cut.size:
-            fo = torch.from_numpy(obs_norm(final_obs[cut])).to(device)
-            for i, v in zip(cut, critic(fo).cpu().numpy()):
+            for i, v in zip(cut, actor.value(obs_norm(final_obs[cut]))):
                 boot[(t, i)] = v
         rs.obs = next_obs
         rs.global_step += N
-    val_buf[T] = critic(torch.from_numpy(obs_norm(rs.obs)).to(device)).cpu().numpy()
+    val_buf[T] = actor.value(obs_norm(rs.obs))
     next_vals = val_buf[1:].copy()
     for (t, i), v in boot.items():
         next_vals[t, i] = v
@@ -138,6 +136,8 @@ def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[Ga
     until its episode ends or ``horizon`` steps pass.  At the steps in ``record_at`` a snapshot of
     one random still-running env is kept for the visited-state pool."""
     N, T = envs.num_envs, horizon
+    actor = Actor(policy, None, device, rng if rng is not None else np.random.default_rng())
+    ref_actor = Actor(ref_policy, None, device, actor.rng) if ref_policy is not None else None
     obs_buf = np.zeros((T, N, envs.obs_dim), np.float32)
     act_buf = np.zeros((T, N, envs.act_dim), np.float32)
     logp_buf = np.zeros((T, N), np.float32)
@@ -156,14 +156,11 @@ def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[Ga
         if obs_norm.enabled:  # statistics from the rollouts' own states only, not finished members'
             obs_norm.rms.update(obs[alive])
         o = obs_norm(obs)
-        ot = torch.from_numpy(o).to(device)
-        dist = policy.dist(ot)
-        a = dist.sample()
-        logp_buf[t] = dist.log_prob(a).cpu().numpy()
-        if ref_buf is not None:
-            ref_buf[t] = ref_policy.dist(ot).log_prob(a).cpu().numpy()
-        obs_buf[t], act_buf[t] = o, a.cpu().numpy()
-        obs, r, term, trunc, _ = envs.step(envs.clip_actions(act_buf[t].astype(np.float64)))
+        obs_buf[t] = o
+        act_buf[t], logp_buf[t], _ = actor.sample(o)
+        if ref_actor is not None:
+            ref_buf[t] = ref_actor.log_prob(o, act_buf[t])
+        obs, r, term, trunc, _ = envs.step(envs.clip_actions(act_buf[t]))
         steps += N
         alive_buf[t] = alive
         rew_buf[t] = np.where(alive, r, 0.0)

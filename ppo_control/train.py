@@ -100,7 +100,7 @@ def _iteration(ts: TrainState) -> dict:
         from . import grpo
         return grpo.iteration(ts)
     batch = collect_steps(ts.envs, ts.policy, ts.critic, ts.obs_norm, ts.rew_scaler, ts.rollout,
-                          cfg.num_steps, ts.device)
+                          cfg.num_steps, ts.device, ts.np_rng)
     batch.advantages, batch.returns = gae(batch.rewards, batch.values, batch.next_values, batch.terminated,
                                           batch.truncated, cfg.gamma, cfg.gae_lambda)
     stats = update(ts.policy, ts.critic, ts.optimizer, batch.flat(), cfg, ts.generator, cfg.norm_adv)

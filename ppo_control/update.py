@@ -68,9 +68,9 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
                 raise NonFiniteError(f"non-finite loss {loss.item()} in epoch {epoch}, minibatch {k}")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
+            nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm, foreach=True)
             if critic is not None:
-                nn.utils.clip_grad_norm_(critic.parameters(), cfg.max_grad_norm)
+                nn.utils.clip_grad_norm_(critic.parameters(), cfg.max_grad_norm, foreach=True)
             optimizer.step()
             with torch.no_grad():
                 approx_kl = ((ratio - 1.0) - logratio).mean()
