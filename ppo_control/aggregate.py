@@ -272,14 +272,28 @@ def write_tables(rows: Sequence[dict], stem, provenance: Optional[dict] = None) 
     md, cs = stem.with_name(stem.name + ".md"), stem.with_name(stem.name + ".csv")
     prov = provenance_text(provenance)
     md.write_text(markdown_table(rows) + ("\n" + "\n".join(f"- {p}" for p in prov) + "\n" if prov else ""))
+    return md, write_csv(rows, cs, provenance)
+
+
+def write_csv(rows: Sequence[dict], path, provenance: Optional[dict] = None) -> Path:
+    """Rows as CSV, preceded by provenance as ``# key: value`` lines (``pandas.read_csv(comment="#")``)."""
     buf = io.StringIO()
-    buf.writelines(f"# {p}\n" for p in prov)
+    buf.writelines(f"# {p}\n" for p in provenance_text(provenance))
     if rows:
         w = csv.DictWriter(buf, fieldnames=list(rows[0].keys()))
         w.writeheader()
         w.writerows(rows)
-    cs.write_text(buf.getvalue())
-    return md, cs
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(buf.getvalue())
+    return Path(path)
+
+
+def run_rows(runs: Sequence[Run]) -> List[dict]:
+    """One row per run (status, seed, per-run metrics): the data behind every summary table."""
+    return [{"run": r.name, "env_id": r.config.get("env_id"), "algo": r.config.get("algo"),
+             "seed": r.config.get("seed"), "status": r.status,
+             **{m: r.metric(m) for m in ("final_return", "eval_return", "auc", "wall_time", "SPS", "global_step")}}
+            for r in runs]
 
 
 def provenance(command: Sequence[str], seeds: Optional[Sequence[int]] = None,

@@ -174,6 +174,10 @@ def save_figure(fig: Figure, out, provenance: Optional[dict] = None) -> Path:
         meta["Description"] = json.dumps(provenance, sort_keys=True)
         short = " · ".join(str(v) for v in (provenance.get("commit", "")[:10] if provenance.get("commit") else None,
                                               provenance.get("cpu"), provenance.get("created")) if v)
+        engine = fig.get_layout_engine()
+        if engine is not None:
+            height_in = fig.get_size_inches()[1]
+            engine.set(rect=(0, 0.12 / height_in, 1, 1 - 0.12 / height_in))  # keep the footer's strip free
         fig.text(0.005, 0.002, short, fontsize=5, color="gray", ha="left", va="bottom")
     fig.savefig(out, dpi=130, metadata=meta)
     return out
