@@ -1,0 +1,139 @@
+"""Aggregation maths on hand-computed inputs, and run directories -> tables."""
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+from ppo_control.aggregate import (bootstrap_ci, curve_auc, format_value, group_runs, iqm, load_run, load_runs,
+                                   markdown_table, run_rows, seed_stats, summarize, varying_fields, write_tables)
+from ppo_control.config import make_config
+
+
+def make_run(root, name, returns, finished=True, error=None, step=100, **cfg):
+    """A run directory as train() leaves it: config.json, metrics.jsonl (None = no episode), summary.json."""
+    d = root / name
+    d.mkdir(parents=True)
+    config = make_config("default", **{"env_id": "Hopper-v5", **cfg}).to_dict()
+    (d / "config.json").write_text(json.dumps({"config": config, "environment": {}}))
+    with open(d / "metrics.jsonl", "w") as f:
+        for i, r in enumerate(returns, 1):
+            f.write(json.dumps({"iteration": i, "global_step": i * step, "wall_time": 0.5 * i,
+                                "charts/episodic_return": r}) + "\n")
+    if finished:
+        (d / "summary.json").write_text(json.dumps({"final_return": returns[-1], "eval_return": 2 * returns[-1],
+                                                    "wall_time": 10.0, "SPS": 100.0, "global_step": step * len(returns)}))
+    if error:
+        (d / "error.txt").write_text(error)
+    return d
+
+
+# --- statistics ----------------------------------------------------------------------------
+
+def test_auc_is_trapezoid_area_over_step_span():
+    # (0,0)-(10,10): area 50; (10,10)-(20,10): area 100; span 20 -> 7.5
+    assert curve_auc([0, 10, 20], [0, 10, 10]) == pytest.approx(7.5)
+    # constant curve: its value, whatever the spacing
+    assert curve_auc([100, 300, 1000], [4, 4, 4]) == pytest.approx(4.0)
+    # uneven spacing: (1+3)/2*1 + (3+3)/2*3 = 2 + 9 = 11 over span 4
+    assert curve_auc([1, 2, 5], [1, 3, 3]) == pytest.approx(11 / 4)
+    assert curve_auc([5], [7.0]) == 7.0
+    assert math.isnan(curve_auc([], []))
+
+
+def test_iqm_trims_a_quarter_each_side_and_needs_four_values():
+    assert iqm([400, 1, 300, 2, 100, 3, 200, 4]) == pytest.approx((3 + 4 + 100 + 200) / 4)  # middle 4 of 8
+    assert iqm([1, 2, 3, 4, 100]) == pytest.approx(3.0)  # trim int(1.25) = 1 each side: mean(2, 3, 4)
+    assert iqm([1, 2, 3, 100]) == pytest.approx(2.5)
+    assert math.isnan(iqm([1, 2, 3]))
+    assert iqm([1, 2, 3, 4, float("nan")]) == pytest.approx(2.5)  # NaN dropped, 4 values left
+
+
+def test_bootstrap_ci_two_values_spans_them():
+    # resampled means of {0, 10} are 0, 5, 10 with probability 1/4, 1/2, 1/4: the 2.5% and 97.5%
+    # percentiles are exactly the two values
+    assert bootstrap_ci([0.0, 10.0]) == (0.0, 10.0)
+
+
+def test_bootstrap_ci_degenerate_and_small_cases():
+    assert bootstrap_ci([3.0, 3.0, 3.0]) == (3.0, 3.0)
+    assert all(math.isnan(v) for v in bootstrap_ci([1.0]))
+    assert all(math.isnan(v) for v in bootstrap_ci([]))
+
+
+def test_bootstrap_ci_matches_normal_theory_on_a_large_sample():
+    x = np.random.default_rng(1).normal(5.0, 2.0, size=400)
+    lo, hi = bootstrap_ci(x)
+    se = x.std(ddof=1) / np.sqrt(len(x))
+    assert lo == pytest.approx(x.mean() - 1.96 * se, abs=0.25 * se)
+    assert hi == pytest.approx(x.mean() + 1.96 * se, abs=0.25 * se)
+    assert bootstrap_ci(x) == (lo, hi)  # seeded: tables are reproducible
+
+
+def test_seed_stats():
+    s = seed_stats([1.0, 2.0, 3.0, float("nan")])
+    assert s["n"] == 3 and s["mean"] == pytest.approx(2.0) and math.isnan(s["iqm"])
+    assert 1.0 <= s["ci_low"] < 2.0 < s["ci_high"] <= 3.0
+    s = seed_stats([1.0, 2.0, 3.0, 4.0])
+    assert s["iqm"] == pytest.approx(2.5)
+    assert math.isnan(seed_stats([])["mean"])
+
+
+def test_format_value():
+    assert [format_value(v) for v in (0.0, 0.01, 3e-4, 1e-05, 2, (64, 64), None, True, "tanh")] == \
+        ["0", "0.01", "0.0003", "1e-05", "2", "64x64", "none", "true", "tanh"]
+
+
+# --- run directories ---------------------------------------------------------------------------
+
+def test_load_run_skips_iterations_without_episodes(tmp_path):
+    d = make_run(tmp_path, "a", [1.0, None, 3.0, 5.0])
+    r = load_run(d)
+    assert r.status == "finished"
+    assert r.steps.tolist() == [100, 300, 400] and r.returns.tolist() == [1.0, 3.0, 5.0]
+    # (1+3)/2*200 + (3+5)/2*100 = 800 over 300
+    assert r.metric("auc") == pytest.approx(800 / 300)
+    assert r.metric("eval_return") == 10.0
+    assert load_run(make_run(tmp_path, "b", [1.0], finished=False)).status == "unfinished"
+    assert load_run(make_run(tmp_path, "c", [1.0], finished=False, error="boom")).status == "failed"
+
+
+def test_grouping_and_summary_table(tmp_path):
+    for lam in (0.9, 0.95):
+        for seed, final in zip((1, 2, 3, 4), (10.0, 20.0, 30.0, 40.0)):
+            make_run(tmp_path, f"l{lam}_s{seed}", [0.0, final], gae_lambda=lam, seed=seed)
+    make_run(tmp_path, "unfinished", [1.0], finished=False, gae_lambda=0.9, seed=5)
+    runs = load_runs([tmp_path])
+    assert len(runs) == 9
+    assert varying_fields(runs) == ["gae_lambda"]  # seed differs too, but is never a grouping field
+    assert list(group_runs(runs, ["gae_lambda"])) == [(0.9,), (0.95,)]
+    rows = summarize(runs, ["gae_lambda"])
+    row = rows[0]
+    assert row["gae_lambda"] == "0.9" and row["n_finished"] == 4 and row["n_unfinished"] == 1
+    assert row["final_return_mean"] == pytest.approx(25.0)
+    assert row["final_return_iqm"] == pytest.approx(25.0)  # mean(20, 30)
+    assert row["eval_return_mean"] == pytest.approx(50.0)
+    assert row["auc_mean"] == pytest.approx(12.5)  # each run: (0 + final) / 2
+    assert 10.0 <= row["final_return_ci_low"] < 25.0 < row["final_return_ci_high"] <= 40.0
+    table = markdown_table(rows)
+    assert "| gae_lambda=0.9 | 4 (+1 unfinished) | 25.0 [" in table
+    assert len(run_rows(runs)) == 9
+
+
+def test_write_tables_records_provenance(tmp_path):
+    make_run(tmp_path / "runs", "a", [1.0, 2.0])
+    rows = summarize(load_runs([tmp_path / "runs"]), [])
+    md, cs = write_tables(rows, tmp_path / "out" / "table", {"command": "ppo-control plot x", "commit": "abc"})
+    assert "- command: ppo-control plot x" in md.read_text() and "| all runs | 1 |" in md.read_text()
+    lines = cs.read_text().splitlines()
+    assert lines[0] == "# command: ppo-control plot x"
+    data = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    assert data[0]["setting"] == "all runs" and float(data[0]["final_return_mean"]) == 2.0
+
+
+def test_find_runs_errors_on_missing_path(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        load_runs([tmp_path / "nope"])
+    with pytest.raises(KeyError, match="no run has config field"):
+        group_runs(load_runs([make_run(tmp_path, "a", [1.0])]), ["not_a_field"])
