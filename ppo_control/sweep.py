@@ -16,7 +16,6 @@ import argparse
 import dataclasses
 import difflib
 import itertools
-import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
@@ -226,7 +225,7 @@ def _run_and_report(args, jobs: List[Job], out_dir: str, name: str, by: List[str
     results = run_jobs(jobs, out_dir, args.workers, args.backend, args.ray_address)
     print(f"runner: {report(results)} in {time.time() - t0:.0f} s")
     if not args.no_report:
-        _report([r.run_dir for r in results], by, Path(out_dir) / f"{name}.png", "steps", heatmap,
+        _report(args, [r.run_dir for r in results], by, Path(out_dir) / f"{name}.png", "steps", heatmap,
                 "final_return", args.seeds, time.time() - t0)
     return 1 if any(r.status in ("failed", "conflict") for r in results) else 0
 
@@ -238,20 +237,48 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         raise ConfigError(f"no run directories (folders with config.json) under {args.run_dirs}")
     by = args.group_by if args.group_by is not None else [f for f in varying_fields(runs) if f != "env_id"]
     seeds = sorted({r.config.get("seed") for r in runs})
-    _report([r.path for r in runs], [field_name(f) for f in by], args.out, args.x, args.heatmap, args.metric,
+    _report(args, [r.path for r in runs], [field_name(f) for f in by], args.out, args.x, args.heatmap, args.metric,
             seeds, None)
     return 0
 
 
-def _report(run_dirs, by, out, x, heatmap, metric, seeds, wall_time) -> None:
+def _report(args, run_dirs, by, out, x, heatmap, metric, seeds, wall_time) -> None:
     from .aggregate import load_run, markdown_table, provenance, summarize
     from .plotting import write_report
     runs = [load_run(d) for d in map(Path, run_dirs) if (Path(d) / "config.json").exists()]
     if not runs:
         print("report: no run directories to report on")
         return
-    prov = provenance(["ppo-control"] + sys.argv[1:], seeds, wall_time)
+    prov = provenance(command_line(args), seeds, wall_time)
     paths = write_report(runs, by, out, x, prov, heatmap, metric)
     envs = {r.config.get("env_id") for r in runs}
     print(markdown_table(summarize(runs, (["env_id"] if len(envs) > 1 and "env_id" not in by else []) + by)))
     print("wrote " + ", ".join(map(str, paths)))
+
+
+def command_line(args: argparse.Namespace) -> List[str]:
+    """The command as parsed, in canonical form (defaults spelled out): what results record.
+
+    Rebuilt from the namespace rather than taken from ``sys.argv``, which is the caller's
+    command line when ``cli.main(argv)`` is called from Python.
+    """
+    cmd, positional = ["ppo-control", args.command], []
+    for key, value in vars(args).items():
+        opt, is_field = "--" + key.replace("_", "-"), key in FIELDS  # fields appear only when given
+        if key in ("command", "func") or (not is_field and (value is None or value is False)):
+            continue
+        if key == "run_dirs":
+            positional = list(value)
+        elif value is None:
+            cmd += [opt, "none"]
+        elif isinstance(value, bool):
+            cmd.append(opt if value else "--no-" + key.replace("_", "-"))
+        elif key == "grid":
+            cmd += [part for spec in value for part in (opt, spec)]
+        elif isinstance(value, tuple) and key in FIELDS:
+            cmd += [opt, ",".join(map(str, value))]
+        elif isinstance(value, (list, tuple)):
+            cmd += [opt, *map(str, value)]
+        else:
+            cmd += [opt, str(value)]
+    return cmd + positional

@@ -105,3 +105,17 @@ def test_parser_registers_the_commands():
     assert ns.run_dirs == ["a", "b"] and ns.group_by == ["gae_lambda"] and ns.x == "time"
     ns = p.parse_args(["sweep", "--workers", "3", "--backend", "ray", "--lr", "1e-4"])
     assert ns.workers == 3 and ns.backend == "ray" and ns.lr == 1e-4
+
+
+@pytest.mark.parametrize("argv", [
+    "sweep --grid gae_lambda=0.9,0.95 --grid ent_coef=0,0.01 --seeds 1 2 --target-kl none --no-norm-obs "
+    "--hidden-sizes 64,64 --out-dir runs/x --dry-run",
+    "plot a b --out x.png --group-by gae_lambda ent_coef --heatmap gae_lambda ent_coef",
+    "bench --envs Hopper-v5 Ant-v5 --algo ppo --total-steps 1000 --workers 2",
+])
+def test_recorded_command_parses_back_to_the_same_options(argv):
+    from ppo_control.sweep import command_line
+    ns = build_parser().parse_args(argv.split())
+    cmd = command_line(ns)
+    assert cmd[:2] == ["ppo-control", ns.command]
+    assert vars(build_parser().parse_args(cmd[1:])) == vars(ns)

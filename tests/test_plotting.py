@@ -1,0 +1,112 @@
+"""Curve resampling and bands, heatmap cells, and PNG/table output on synthetic run directories."""
+import json
+import math
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from ppo_control.aggregate import load_runs
+from ppo_control.cli import main
+from ppo_control.config import make_config
+from ppo_control.plotting import (common_grid, heatmap_values, mean_band, plot_heatmap, plot_learning_curves,
+                                  resample, write_report)
+
+
+def make_run(root, name, returns, finished=True, **cfg):
+    d = root / name
+    d.mkdir(parents=True)
+    config = make_config("default", **{"env_id": "Hopper-v5", **cfg}).to_dict()
+    (d / "config.json").write_text(json.dumps({"config": config, "environment": {}}))
+    with open(d / "metrics.jsonl", "w") as f:
+        for i, r in enumerate(returns, 1):
+            f.write(json.dumps({"iteration": i, "global_step": 1000 * i, "wall_time": 0.7 * i * cfg.get("seed", 1),
+                                "charts/episodic_return": r}) + "\n")
+    if finished:
+        (d / "summary.json").write_text(json.dumps({"final_return": returns[-1], "eval_return": returns[-1],
+                                                    "wall_time": 1.0, "SPS": 1.0, "global_step": 1000}))
+    return d
+
+
+@pytest.fixture
+def sweep_dir(tmp_path):
+    """2 x 2 grid (gae_lambda x ent_coef), 3 seeds, one cell unfinished; returns grow with lambda."""
+    root = tmp_path / "runs"
+    for lam in (0.9, 0.99):
+        for ent in (0.0, 0.01):
+            for seed in (1, 2, 3):
+                curve = [lam * 100 * k / 20 + seed - 100 * ent if k % 5 != 3 else None for k in range(1, 21)]
+                make_run(root, f"l{lam}_e{ent}_s{seed}", curve, finished=not (lam == 0.99 and ent == 0.01),
+                         gae_lambda=lam, ent_coef=ent, seed=seed)
+    return root
+
+
+def assert_png(path, min_size=(200, 150)):
+    assert path.exists()
+    with Image.open(path) as im:
+        im.verify()  # raises on a truncated or corrupt file
+    with Image.open(path) as im:
+        assert im.format == "PNG" and im.size[0] >= min_size[0] and im.size[1] >= min_size[1]
+        return dict(im.text)
+
+
+def test_grid_is_the_overlap_and_resampling_interpolates():
+    a = (np.array([0.0, 10.0, 20.0]), np.array([0.0, 10.0, 20.0]))
+    b = (np.array([5.0, 25.0]), np.array([1.0, 1.0]))
+    grid = common_grid([a, b], points=3)
+    assert grid.tolist() == [5.0, 12.5, 20.0]
+    assert resample([a, b], grid).tolist() == [[5.0, 12.5, 20.0], [1.0, 1.0, 1.0]]
+    # no overlap at all: fall back to the union rather than an empty grid
+    assert common_grid([(np.array([0.0, 1.0]), np.zeros(2)), (np.array([2.0, 3.0]), np.zeros(2))], 4).tolist() \
+        == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_band_is_a_ci_of_the_seed_mean():
+    y = np.array([[1.0, 0.0, 5.0], [1.0, 10.0, 5.0]])  # [S=2, P=3]
+    mean, lo, hi = mean_band(y)
+    assert mean.tolist() == [1.0, 5.0, 5.0]
+    assert lo.tolist() == [1.0, 0.0, 5.0] and hi.tolist() == [1.0, 10.0, 5.0]  # two seeds: CI spans both
+    mean, lo, hi = mean_band(y[:1])
+    assert lo is None and hi is None and mean.tolist() == [1.0, 0.0, 5.0]
+
+
+def test_heatmap_cells_are_seed_means_of_finished_runs(sweep_dir):
+    rows, cols, mean, count = heatmap_values(load_runs([sweep_dir]), "gae_lambda", "ent_coef")
+    assert rows == [0.9, 0.99] and cols == [0.0, 0.01]
+    # final return of seed s: lam*100 + s - 100*ent; mean over seeds 1..3 adds 2
+    assert mean[0, 0] == pytest.approx(92.0) and mean[0, 1] == pytest.approx(91.0)
+    assert mean[1, 0] == pytest.approx(101.0) and math.isnan(mean[1, 1])  # that cell never finished
+    assert count.tolist() == [[3, 3], [3, 0]]
+
+
+def test_learning_curve_and_heatmap_pngs(sweep_dir, tmp_path):
+    runs = load_runs([sweep_dir])
+    groups = {"lam=0.9": [r for r in runs if r.config["gae_lambda"] == 0.9],
+              "lam=0.99": [r for r in runs if r.config["gae_lambda"] == 0.99]}
+    text = assert_png(plot_learning_curves(groups, tmp_path / "out" / "curves.png", "steps", "Hopper",
+                                           {"command": "pytest", "commit": "0123456789abcdef"}))
+    assert json.loads(text["Description"])["commit"] == "0123456789abcdef"
+    assert_png(plot_learning_curves(groups, tmp_path / "time.png", "time"))
+    assert_png(plot_heatmap(runs, "gae_lambda", "ent_coef", tmp_path / "heat.png"), (150, 100))
+
+
+def test_plot_command_writes_curves_tables_and_heatmap(sweep_dir, tmp_path, capsys):
+    out = tmp_path / "results" / "sweep.png"
+    rc = main(["plot", str(sweep_dir), "--out", str(out), "--heatmap", "gae_lambda", "ent_coef"])
+    assert rc == 0
+    assert_png(out)
+    assert_png(tmp_path / "results" / "sweep_heatmap.png", (150, 100))
+    md = (tmp_path / "results" / "sweep.md").read_text()
+    assert "| ent_coef=0, gae_lambda=0.9 | 3 |" in md and "- command: ppo-control plot" in md
+    assert (tmp_path / "results" / "sweep.csv").read_text().startswith("# command: ppo-control plot")
+    assert "ent_coef=0.01, gae_lambda=0.99 | 0 (+3 unfinished)" in capsys.readouterr().out
+
+
+def test_several_envs_get_one_panel_each(tmp_path):
+    for env in ("Hopper-v5", "Walker2d-v5"):
+        for seed in (1, 2):
+            make_run(tmp_path / "runs", f"{env}_s{seed}", [1.0, 2.0 * seed, 3.0], env_id=env, seed=seed)
+    paths = write_report(load_runs([tmp_path / "runs"]), [], tmp_path / "bench.png", "time")
+    assert [p.name for p in paths] == ["bench.md", "bench.csv", "bench.png"]
+    assert_png(paths[-1], (600, 200))
+    assert "| Hopper-v5 | 2 |" in paths[0].read_text() and "| Walker2d-v5 | 2 |" in paths[0].read_text()
