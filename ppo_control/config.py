@@ -79,6 +79,9 @@ class Config:
     run_name: Optional[str] = _f(None, "run folder name (none = env__algo__seed__time)")
     checkpoint_every: int = _f(10, "write a checkpoint every N iterations (and always at the end / on Ctrl-C)")
     eval_episodes: int = _f(10, "deterministic evaluation episodes at the end of training (0 = skip)")
+    eval_interval: int = _f(0, "also evaluate (deterministic) every this many env steps, logged as eval/return "
+                               "(0 = off); gives comparable curves for PPO and GRPO")
+    eval_interval_episodes: int = _f(5, "episodes per evaluation during training")
     progress: bool = _f(True, "show a live progress bar")
     tensorboard: bool = _f(True, "write TensorBoard event files")
     preset: str = _f("default", "name of the preset this config started from (informational)")
@@ -159,6 +162,8 @@ def _validate(c: Config):
     _need(c.obs_clip > 0 and c.reward_clip > 0, "obs_clip and reward_clip must be > 0")
     _need(c.checkpoint_every >= 1, f"checkpoint_every must be >= 1 (got {c.checkpoint_every})")
     _need(c.eval_episodes >= 0, f"eval_episodes must be >= 0 (got {c.eval_episodes})")
+    _need(c.eval_interval >= 0 and c.eval_interval_episodes >= 1,
+          "eval_interval must be >= 0 and eval_interval_episodes >= 1")
     _need(c.device == "auto" or c.device == "cpu" or c.device.startswith("cuda"),
           f"device must be cpu, cuda, cuda:N or auto (got {c.device!r})")
     if c.algo == "ppo":

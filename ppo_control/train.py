@@ -22,7 +22,7 @@ import torch
 from .advantages import gae
 from .checkpoint import CHECKPOINT_NAME, CheckpointError, atomic_write_json, load_checkpoint, save_checkpoint
 from .config import Config
-from .evaluate import evaluate, load_policy
+from .evaluate import Policy, evaluate, load_policy
 from .metrics import MetricsLogger, Progress
 from .rollout import collect_steps
 from .runinfo import environment_info
@@ -61,6 +61,8 @@ def train(cfg: Optional[Config] = None, resume: Optional[str] = None) -> dict:
                 dt = time.perf_counter() - t0
                 ts.wall_time += dt
                 row = _row(ts, stats, dt)
+                if cfg.eval_interval:
+                    row["eval/return"] = _periodic_eval(ts, ts.rollout.global_step - row["charts/steps_this_iter"])
                 log.log(row)
                 bar.update(int(row["charts/steps_this_iter"]), _last_return(ts), row["charts/SPS"])
                 good = ts.capture()
@@ -124,6 +126,18 @@ def _row(ts: TrainState, stats: dict, dt: float) -> dict:
            "policy/std_mean": float(std.mean()), "policy/log_std_mean": float(std.log().mean())}
     row.update(stats)
     return row
+
+
+def _periodic_eval(ts: TrainState, prev_step: int) -> float:
+    """Deterministic return when this iteration crossed a multiple of eval_interval, else NaN.
+    Uses its own env and seeds, so training RNGs (and exact resume) are untouched."""
+    k = ts.cfg.eval_interval
+    if ts.rollout.global_step // k == prev_step // k:
+        return float("nan")
+    pol = Policy(ts.policy, ts.obs_norm, ts.envs.action_low, ts.envs.action_high, ts.cfg)
+    res = evaluate(pol, ts.cfg.env_id, ts.cfg.eval_interval_episodes, seed=ts.cfg.seed + 20_000)
+    ts.policy.train()
+    return res["mean_return"]
 
 
 def _last_return(ts: TrainState) -> float:

@@ -147,3 +147,12 @@ def test_cli_train_eval_and_bad_input(tmp_path):
     assert r.returncode == 2 and "must divide the batch size" in r.stderr
     r = cli("train", "--help")
     assert r.returncode == 0 and "--dual-clip" in r.stdout and "--gae-lambda" in r.stdout
+
+
+def test_periodic_evaluation_logged_on_a_step_grid(tiny):
+    s = train(tiny(total_steps=512, eval_interval=200, eval_interval_episodes=1))
+    rows = read_jsonl(f"{s['run_dir']}/metrics.jsonl")
+    evals = [r["eval/return"] for r in rows]
+    # iterations end at steps 128, 256, 384, 512: 200 is crossed in iteration 2, 400 in iteration 4
+    assert [e is not None for e in evals] == [False, True, False, True]
+    assert all(e > 0 for e in evals if e is not None)
