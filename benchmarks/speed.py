@@ -80,58 +80,61 @@ def env_throughput(env, steps: int, seed: int = 0) -> float:
 
 
 # --- (3) the physics limit ----------------------------------------------------------
-def physics_rates(env_id: str, nbatch: int, steps: int, nthread: int, seed: int = 0) -> dict:
+class PhysicsLimit:
     """Raw MuJoCo throughput with no Python between substeps, in env steps/s (substeps / frame_skip).
 
-    one_thread: mj_step(nstep=frame_skip) on one MjData; ideal = one_thread * cores;
-    rollout: mujoco.rollout on all threads (open-loop random controls, nbatch start states);
-    batch: mujoco.batch.Batch.rollout of the same controls on all threads, the engine the batched backend uses.
+    one_thread: mj_step(nstep=frame_skip) on one MjData; ideal = one_thread * threads;
+    rollout: mujoco.rollout on all threads; batch: mujoco.batch.Batch.rollout on all threads (the engine
+    the batched backend uses).  Both run nbatch sims from gymnasium's own reset states with uniform random
+    controls held for frame_skip substeps, in one native call.  limit = the faster of the two.
     """
-    import gymnasium as gym
-    import mujoco
-    import mujoco.batch
-    import mujoco.rollout
-    u = gym.make(env_id).unwrapped
-    m, fs = u.model, u.frame_skip
-    rng = np.random.default_rng(seed)
-    lo, hi = m.actuator_ctrlrange.T
-    full, integ = mujoco.mjtState.mjSTATE_FULLPHYSICS, mujoco.mjtState.mjSTATE_INTEGRATION
-    states, rows = np.empty((nbatch, mujoco.mj_stateSize(m, full))), np.empty((nbatch, mujoco.mj_stateSize(m, integ)))
-    for i in range(nbatch):  # gymnasium's own reset states, as rollout (FULLPHYSICS) and Batch rows
-        u.reset(seed=seed + i)
-        mujoco.mj_getState(m, u.data, states[i], full)
-        mujoco.mj_getState(m, u.data, rows[i], integ)
-    ctrl = rng.uniform(lo, hi, size=(nbatch, steps, m.nu)).repeat(fs, axis=1)  # held for frame_skip substeps
-    out = {}
 
-    d = mujoco.MjData(m)
-    mujoco.mj_setState(m, d, states[0], mujoco.mjtState.mjSTATE_FULLPHYSICS)
-    n1 = max(steps, 200)
-    c1 = rng.uniform(lo, hi, size=(n1, m.nu))
-    t0 = time.perf_counter()
-    for t in range(n1):
-        d.ctrl[:] = c1[t]
-        mujoco.mj_step(m, d, nstep=fs)
-    out["one_thread"] = n1 / (time.perf_counter() - t0)
-    out["ideal"] = out["one_thread"] * nthread
+    def __init__(self, env_id: str, nbatch: int, steps: int, nthread: int):
+        import gymnasium as gym
+        import mujoco
+        import mujoco.batch
+        import mujoco.rollout
+        self.mj, u = mujoco, gym.make(env_id).unwrapped
+        self.m, self.fs, self.nbatch, self.steps, self.nthread = u.model, u.frame_skip, nbatch, steps, nthread
+        full, integ = mujoco.mjtState.mjSTATE_FULLPHYSICS, mujoco.mjtState.mjSTATE_INTEGRATION
+        self.states = np.empty((nbatch, mujoco.mj_stateSize(self.m, full)))
+        self.rows = np.empty((nbatch, mujoco.mj_stateSize(self.m, integ)))
+        for i in range(nbatch):  # gymnasium's reset states, as rollout's FULLPHYSICS and Batch's rows
+            u.reset(seed=i)
+            mujoco.mj_getState(self.m, u.data, self.states[i], full)
+            mujoco.mj_getState(self.m, u.data, self.rows[i], integ)
+        self.ro = mujoco.rollout.Rollout(nthread=nthread)
+        self.datas = [mujoco.MjData(self.m) for _ in range(nthread)]
+        self.batch = mujoco.batch.Batch(self.m, nbatch, nthread=nthread)
+        self.state_out = np.empty((nbatch, steps * self.fs, self.states.shape[1]))
+        self.one = mujoco.MjData(self.m)
 
-    with mujoco.rollout.Rollout(nthread=nthread) as ro:
-        datas = [mujoco.MjData(m) for _ in range(nthread)]
-        st_out = np.empty((nbatch, steps * fs, states.shape[1]))
-        ro.rollout(m, datas, states, ctrl[:, :fs], nstep=fs)  # warm-up (thread pool start)
+    def measure(self, seed: int = 0) -> dict:
+        mj, m, fs, n, T = self.mj, self.m, self.fs, self.nbatch, self.steps
+        rng = np.random.default_rng(seed)
+        lo, hi = m.actuator_ctrlrange.T
+        ctrl = rng.uniform(lo, hi, size=(n, T, m.nu)).repeat(fs, axis=1)  # [n, T*fs, nu]
+        out = {}
+        mj.mj_setState(m, self.one, self.states[0], mj.mjtState.mjSTATE_FULLPHYSICS)
         t0 = time.perf_counter()
-        ro.rollout(m, datas, states, ctrl, state=st_out)
-        out["rollout"] = nbatch * steps / (time.perf_counter() - t0)
+        for t in range(T * 4):
+            self.one.ctrl[:] = ctrl[0, (t % T) * fs]
+            mj.mj_step(m, self.one, nstep=fs)
+        out["one_thread"] = T * 4 / (time.perf_counter() - t0)
+        out["ideal"] = out["one_thread"] * self.nthread
+        self.ro.rollout(m, self.datas, self.states, ctrl[:, :fs], nstep=fs)  # warm-up
+        t0 = time.perf_counter()
+        self.ro.rollout(m, self.datas, self.states, ctrl, state=self.state_out)
+        out["rollout"] = n * T / (time.perf_counter() - t0)
+        self.batch.state[:] = self.rows
+        t0 = time.perf_counter()
+        self.batch.rollout(fs * T, control=ctrl, record=())
+        out["batch"] = n * T / (time.perf_counter() - t0)
+        out["limit"] = max(out["rollout"], out["batch"])
+        return out
 
-    b = mujoco.batch.Batch(m, nbatch, nthread=nthread)
-    b.state[:] = rows
-    b.rollout(fs, control=ctrl[:, :fs], record=())  # warm-up
-    b.state[:] = rows
-    t0 = time.perf_counter()
-    b.rollout(fs * steps, control=ctrl, record=())  # same controls as rollout, one native call
-    out["batch"] = nbatch * steps / (time.perf_counter() - t0)
-    out["limit"] = max(out["rollout"], out["batch"])
-    return out
+    def close(self):
+        self.ro.close()
 
 
 def profile_batched(env_id: str, num_envs: int, steps: int, nthread: int) -> dict:
@@ -157,83 +160,84 @@ def profile_batched(env_id: str, num_envs: int, steps: int, nthread: int) -> dic
 
 
 def cmd_env(args) -> dict:
+    """Rows: one per (task, num_envs, repeat) with every backend's steps/s and the physics limit,
+    measured back to back, so that ratios come from measurements under the same machine load."""
     nthread = args.threads or default_threads()
-    rows, physics, profiles = [], {}, {}
+    rows, skipped, profiles = [], [], {}
     for env_id in args.env_ids:
-        physics[env_id] = []
+        limit = PhysicsLimit(env_id, args.physics_batch, args.physics_steps, nthread)
         for n in args.num_envs:
-            backends, skipped = {}, {}
+            backends = {}
             for name in args.backends:
                 if name == "async" and n > args.async_max_envs:
-                    skipped[name] = f"skipped: more than --async-max-envs={args.async_max_envs} processes"
+                    skipped.append((env_id, n, name, f"skipped: > --async-max-envs={args.async_max_envs} processes"))
                     continue
                 try:
                     backends[name] = make_backend(name, env_id, n, nthread)
                 except Exception as e:  # e.g. EnvPool not installable here: record why
-                    skipped[name] = f"unavailable: {type(e).__name__}: {e}"
+                    skipped.append((env_id, n, name, f"unavailable: {type(e).__name__}: {e}"))
             steps = max(args.min_steps, args.env_steps // n)
             for r in range(args.repeats):
-                for name, env in backends.items():
-                    rows.append({"env_id": env_id, "num_envs": n, "backend": name, "repeat": r,
-                                 "sps": env_throughput(env, steps, seed=r)})
-                if n == max(args.num_envs):  # the limit, measured beside the largest group's repeats
-                    physics[env_id].append(physics_rates(env_id, args.physics_batch, args.physics_steps,
-                                                         nthread, seed=r))
-            for name, why in skipped.items():
-                rows.append({"env_id": env_id, "num_envs": n, "backend": name, "skipped": why})
+                sps = {name: env_throughput(env, steps, seed=r) for name, env in backends.items()}
+                rows.append({"env_id": env_id, "num_envs": n, "repeat": r, "sps": sps,
+                             "physics": limit.measure(seed=r)})
             for env in backends.values():
                 env.close()
-            print(f"{env_id} N={n}: " + ", ".join(
-                f"{b}={median(x['sps'] for x in rows if x.get('sps') and x['env_id'] == env_id and x['num_envs'] == n and x['backend'] == b):.0f}"
-                for b in backends), flush=True)
+            med = {b: median(x["sps"][b] for x in rows[-args.repeats:]) for b in backends}
+            print(f"{env_id} N={n}: " + ", ".join(f"{b}={v:.0f}" for b, v in med.items()), flush=True)
+        limit.close()
         if args.profile_envs:
             profiles[env_id] = profile_batched(env_id, args.profile_envs, args.profile_steps, nthread)
-    return {"rows": rows, "physics": physics, "profiles": profiles, "threads": nthread}
+    return {"rows": rows, "skipped": skipped, "profiles": profiles, "threads": nthread}
 
 
 def summarize_env(res: dict, args) -> tuple[str, dict]:
-    rows, md, summary = res["rows"], [], {}
+    """Medians of steps/s and of per-repeat ratios (batched / best gymnasium, backend / physics limit)."""
+    md, summary, nan = [], {}, float("nan")
+    why = {(e, n, b): w for e, n, b, w in res["skipped"]}
     for env_id in args.env_ids:
-        phys = {k: median(p[k] for p in res["physics"][env_id]) for k in res["physics"][env_id][0]}
-        limit = phys["limit"]
+        mine = [x for x in res["rows"] if x["env_id"] == env_id]
+        phys = {k: median(x["physics"][k] for x in mine) for k in mine[0]["physics"]}
         md += [f"\n### {env_id}\n",
-               f"Physics limit (env steps/s = substeps/s / frame_skip, {res['threads']} threads, "
-               f"{args.physics_batch} sims): rollout {phys['rollout']:.0f}, batch {phys['batch']:.0f} -> "
-               f"**limit {limit:.0f}**; one thread {phys['one_thread']:.0f} (x{res['threads']} = ideal "
+               f"Physics limit, median of all groups (env steps/s = substeps/s / frame_skip, {res['threads']} "
+               f"threads, {args.physics_batch} sims): mujoco.rollout {phys['rollout']:.0f}, mujoco.batch "
+               f"{phys['batch']:.0f}; one thread {phys['one_thread']:.0f} (x{res['threads']} = ideal "
                f"{phys['ideal']:.0f}).\n",
-               "| envs | " + " | ".join(args.backends) + " | batched / best gymnasium | batched / limit |",
+               "| envs | " + " | ".join(args.backends) + " | limit (same repeats) | batched / best gymnasium |",
                "|---:|" + "---:|" * (len(args.backends) + 2)]
         summary[env_id] = {"physics": phys, "by_num_envs": {}}
         for n in args.num_envs:
-            cell, med = [], {}
+            reps = [x for x in mine if x["num_envs"] == n]
+            cells, entry = [], {"median_sps": {}, "share_of_limit": {}}
             for b in args.backends:
-                xs = [x for x in rows if x["env_id"] == env_id and x["num_envs"] == n and x["backend"] == b]
-                sps = [x["sps"] for x in xs if "sps" in x]
-                if sps:
-                    med[b] = median(sps)
-                    cell.append(f"{med[b]:.0f} ({med[b] / limit:.0%})")
+                if reps and b in reps[0]["sps"]:
+                    entry["median_sps"][b] = median(x["sps"][b] for x in reps)
+                    entry["share_of_limit"][b] = median(x["sps"][b] / x["physics"]["limit"] for x in reps)
+                    cells.append(f"{entry['median_sps'][b]:.0f} ({entry['share_of_limit'][b]:.0%})")
                 else:
-                    cell.append(xs[0]["skipped"] if xs else "-")
-            best_gym = max([med[b] for b in GYM_BACKENDS if b in med], default=float("nan"))
-            ratio = med.get("batched", float("nan")) / best_gym
-            frac = med.get("batched", float("nan")) / limit
-            summary[env_id]["by_num_envs"][n] = {"median_sps": med, "batched_over_best_gym": ratio,
-                                                 "batched_over_limit": frac}
-            md.append(f"| {n} | " + " | ".join(cell) + f" | {ratio:.2f}x | {frac:.0%} |")
+                    cells.append(why.get((env_id, n, b), "-"))
+            gyms = [b for b in GYM_BACKENDS if reps and b in reps[0]["sps"]]
+            ratio = median(x["sps"]["batched"] / max(x["sps"][b] for b in gyms) for x in reps) \
+                if gyms and "batched" in reps[0]["sps"] else nan
+            entry["batched_over_best_gym"] = ratio
+            entry["limit"] = median(x["physics"]["limit"] for x in reps)
+            summary[env_id]["by_num_envs"][n] = entry
+            md.append(f"| {n} | " + " | ".join(cells) + f" | {entry['limit']:.0f} | {ratio:.2f}x |")
         if env_id in res["profiles"]:
             p = res["profiles"][env_id]
-            md.append(f"\nBatched step profile at {args.profile_envs} envs: native mj_step (mujoco.batch) "
-                      f"{p['native_step']:.0%}, cfrc_ext via mj_rnePostConstraint {p['cfrc_ext_rne']:.0%}, "
-                      f"autoresets {p['resets']:.0%}, numpy/Python {p['numpy_and_python']:.0%}.")
+            md.append(f"\nBatched step profile at {args.profile_envs} envs (cProfile): native mj_step in "
+                      f"mujoco.batch {p['native_step']:.0%}, cfrc_ext via mj_rnePostConstraint "
+                      f"{p['cfrc_ext_rne']:.0%}, autoresets {p['resets']:.0%}, numpy/Python "
+                      f"{p['numpy_and_python']:.0%}.")
     t = args.target_envs
     if t in args.num_envs:
-        md.append(f"\n### Targets at {t} envs (issue: >= 1.5x best gymnasium, >= 60% of the physics limit)\n")
+        md.append(f"\n### Targets at {t} envs (issue: >= 1.5x the best gymnasium vector env, >= 60% of the "
+                  f"physics limit)\n")
         for env_id in args.env_ids:
             s = summary[env_id]["by_num_envs"][t]
-            ok1, ok2 = s["batched_over_best_gym"] >= 1.5, s["batched_over_limit"] >= 0.6
-            md.append(f"- {env_id}: {s['batched_over_best_gym']:.2f}x best gymnasium "
-                      f"({'met' if ok1 else 'MISSED'}), {s['batched_over_limit']:.0%} of the limit "
-                      f"({'met' if ok2 else 'MISSED'})")
+            r, f = s["batched_over_best_gym"], s["share_of_limit"].get("batched", nan)
+            md.append(f"- {env_id}: {r:.2f}x the best gymnasium vector env ({'met' if r >= 1.5 else 'MISSED'}), "
+                      f"{f:.0%} of the physics limit ({'met' if f >= 0.6 else 'MISSED'})")
     return "\n".join(md), summary
 
 
@@ -327,12 +331,12 @@ def main(argv=None) -> None:
     e.add_argument("--env-ids", nargs="+", default=["HalfCheetah-v5", "Hopper-v5", "Ant-v5"])
     e.add_argument("--num-envs", nargs="+", type=int, default=[1, 16, 64, 256])
     e.add_argument("--backends", nargs="+", default=["sync", "async", "batched", "envpool"])
-    e.add_argument("--repeats", type=int, default=3, help="interleaved repeats per group; medians reported")
-    e.add_argument("--env-steps", type=int, default=3000, help="env steps (all envs) per measurement")
+    e.add_argument("--repeats", type=int, default=5, help="interleaved repeats per group; medians reported")
+    e.add_argument("--env-steps", type=int, default=1200, help="env steps (all envs) per measurement")
     e.add_argument("--min-steps", type=int, default=20, help="at least this many vector steps per measurement")
     e.add_argument("--async-max-envs", type=int, default=256, help="skip gymnasium async above this many processes")
-    e.add_argument("--physics-batch", type=int, default=256, help="simulations in the physics-limit runs")
-    e.add_argument("--physics-steps", type=int, default=20, help="env steps per simulation in the physics-limit runs")
+    e.add_argument("--physics-batch", type=int, default=64, help="simulations in the physics-limit runs")
+    e.add_argument("--physics-steps", type=int, default=10, help="env steps per simulation in the physics-limit runs")
     e.add_argument("--profile-envs", type=int, default=64, help="profile the batched step at this many envs (0 = off)")
     e.add_argument("--profile-steps", type=int, default=100)
     e.add_argument("--target-envs", type=int, default=64)
@@ -359,8 +363,9 @@ def main(argv=None) -> None:
         res = cmd_env(args)
         body, summary = summarize_env(res, args)
         payload, title = {**res, "summary": summary, "args": vars(args)}, "Env-only throughput and the physics limit"
-        body = ("Env steps/s (all envs counted), random actions, median of interleaved repeats; "
-                "in brackets the share of the physics limit.\n" + body)
+        body = ("Env steps/s (all envs counted), uniform random actions, median over repeats; in brackets the "
+                "median share of the physics limit measured right after the backends in the same repeat. "
+                "Ratios are per repeat, then the median.\n" + body)
     elif args.cmd == "ppo":
         res = cmd_ppo(args)
         payload, title, body = {**res, "args": vars(args)}, "End-to-end PPO: ppo_control vs Stable-Baselines3", res["markdown"]
