@@ -9,10 +9,9 @@ A job is ``(run_name, Config)`` and lives in ``out_dir/run_name``:
 A run directory whose saved config differs from the job's (other than output-only fields) is
 a *conflict*: it is reported and left alone rather than silently resumed or skipped.
 
-Local backend: each job gets its own spawned process (a one-worker ``ProcessPoolExecutor``), at
-most ``workers`` at a time. One process per job costs an interpreter start per run but gives a
-clean process per run and exact blame when one dies (a shared pool is "broken" for every job
-when any worker dies). A failure writes ``run_dir/error.txt`` and a line in
+Local backend: each job gets its own process (a one-worker ``ProcessPoolExecutor``, forkserver
+context), at most ``workers`` at a time: a clean process per run, and exact blame when one
+dies (a shared pool is "broken" for every job when any worker dies). A failure writes ``run_dir/error.txt`` and a line in
 ``out_dir/runner.jsonl``; the other jobs go on. Ctrl-C / SIGTERM on the runner is forwarded
 as one SIGINT to each job, which takes train's own interrupt path (checkpoint saved), so the
 same command run again resumes.
@@ -232,7 +231,7 @@ class _Log:
 
 
 def _run_local(cfgs: Sequence[Config], workers: int, ray_address, log: _Log) -> List[JobResult]:
-    ctx = multiprocessing.get_context("spawn")  # no fork: torch/OpenMP state must not be copied
+    ctx = _mp_context()
     pending, running, out = deque(cfgs), {}, []
     try:
         while pending or running:
@@ -249,6 +248,20 @@ def _run_local(cfgs: Sequence[Config], workers: int, ray_address, log: _Log) -> 
         _stop_local(running, log)
         raise
     return out
+
+
+def _mp_context():
+    """forkserver with ppo_control preloaded, else spawn; never a plain fork of the runner.
+
+    The fork server imports torch/gymnasium/mujoco once, before any thread exists, and each
+    job's process is forked from it: no per-job interpreter start and import (seconds each),
+    and none of the runner's threads or state copied into a job.
+    """
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["ppo_control.runner", "ppo_control.train"])
+    return ctx
 
 
 def _local_result(fut, cfg: Config, t0: float, stopping: bool) -> JobResult:

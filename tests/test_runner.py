@@ -1,0 +1,151 @@
+"""The multi-run runner on tiny real runs: skip finished, resume interrupted, record failures, Ctrl-C, Ray."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from ppo_control.checkpoint import load_checkpoint
+from ppo_control.config import make_config
+from ppo_control.metrics import MetricsLogger, read_jsonl
+from ppo_control.runner import LOG_NAME, default_workers, job_action, prepare, run_jobs
+from ppo_control.train import train
+
+TINY = dict(env_id="InvertedPendulum-v5", total_steps=256, num_envs=1, num_steps=64, num_minibatches=2,
+            update_epochs=1, eval_episodes=1, progress=False, tensorboard=False)
+
+
+def tiny(**kw):
+    return make_config("default", **{**TINY, **kw})
+
+
+def log_lines(out_dir):
+    return [json.loads(line) for line in (out_dir / LOG_NAME).read_text().splitlines()]
+
+
+def test_prepare_places_jobs_and_rejects_bad_names(tmp_path):
+    [cfg] = prepare([("a", tiny(progress=True, torch_threads=0))], tmp_path)
+    assert (cfg.out_dir, cfg.run_name, cfg.progress, cfg.torch_threads) == (str(tmp_path), "a", False, 1)
+    with pytest.raises(ValueError, match="unique"):
+        prepare([("a", tiny()), ("a", tiny(seed=2))], tmp_path)
+    with pytest.raises(ValueError, match="plain folder"):
+        prepare([("x/y", tiny())], tmp_path)
+
+
+def test_job_action_from_the_run_directory(tmp_path):
+    [cfg] = prepare([("r", tiny())], tmp_path)
+    run_dir = tmp_path / "r"
+    assert job_action(cfg) == ("new", None)
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text(json.dumps({"config": cfg.to_dict()}))
+    assert job_action(cfg) == ("new", None)  # no checkpoint yet: nothing to resume
+    (run_dir / "checkpoint.pt").write_bytes(b"")
+    assert job_action(cfg) == ("resume", None)
+    assert job_action(cfg.replace(tensorboard=True, device="cpu"))[0] == "resume"  # output-only fields
+    action, why = job_action(cfg.replace(gae_lambda=0.5))
+    assert action == "conflict" and "gae_lambda" in why and "0.95 there, 0.5 here" in why
+    (run_dir / "summary.json").write_text("{}")
+    assert job_action(cfg) == ("skip", None)
+
+
+def test_default_workers_fill_cores_without_oversubscribing(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    assert default_workers([tiny()]) == 8
+    assert default_workers([tiny(), tiny(torch_threads=2)]) == 4
+    assert default_workers([tiny(num_envs=4, vectorization="async")]) == 2
+    assert default_workers([tiny(num_envs=16, vectorization="async")]) == 1
+
+
+def test_skip_resume_and_failure_on_real_runs(tmp_path, monkeypatch):
+    train(tiny(out_dir=str(tmp_path), run_name="done"))
+    # interrupt "cut" in iteration 3: train saves the state after iteration 2 and re-raises
+    original = MetricsLogger.log
+
+    def log_until_3(self, row):
+        if row["iteration"] == 3:
+            raise KeyboardInterrupt
+        original(self, row)
+    monkeypatch.setattr(MetricsLogger, "log", log_until_3)
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny(seed=2, out_dir=str(tmp_path), run_name="cut"))
+    monkeypatch.undo()
+    assert load_checkpoint(tmp_path / "cut")["iteration"] == 2 and not (tmp_path / "cut" / "summary.json").exists()
+    done_summary = (tmp_path / "done" / "summary.json").read_text()
+
+    jobs = [("done", tiny()), ("cut", tiny(seed=2)), ("bad", tiny(env_id="NoSuchEnv-v0"))]
+    results = {r.run_name: r for r in run_jobs(jobs, tmp_path, workers=2, echo=lambda s: None)}
+
+    assert {n: (r.action, r.status) for n, r in results.items()} == {
+        "done": ("skip", "skipped"), "cut": ("resume", "finished"), "bad": ("new", "failed")}
+    assert (tmp_path / "done" / "summary.json").read_text() == done_summary  # untouched
+    assert [r["iteration"] for r in read_jsonl(tmp_path / "cut" / "metrics.jsonl")] == [1, 2, 3, 4]
+    assert json.loads((tmp_path / "cut" / "summary.json").read_text())["global_step"] == 256
+    error = (tmp_path / "bad" / "error.txt").read_text()
+    assert "Traceback" in error and "EnvError" in error and "NoSuchEnv-v0" in error
+    assert (tmp_path / "cut" / "eval.json").exists()
+    log = {line["run_name"]: line for line in log_lines(tmp_path)}
+    assert log["bad"]["status"] == "failed" and "EnvError" in log["bad"]["error"]
+    assert log["cut"]["summary"]["global_step"] == 256 and log["done"]["status"] == "skipped"
+    [cfg] = prepare([("cut", tiny(seed=2))], tmp_path)
+    assert job_action(cfg) == ("skip", None)
+
+
+def test_ctrl_c_on_the_runner_leaves_a_resumable_checkpoint(tmp_path):
+    kw = dict(TINY, total_steps=10_000_000, checkpoint_every=100_000)  # only the interrupt path saves
+    script = tmp_path / "go.py"
+    script.write_text(textwrap.dedent(f"""
+        import signal, sys
+        from ppo_control.config import make_config
+        from ppo_control.runner import run_jobs
+        if __name__ == "__main__":
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+            try:
+                run_jobs([("long", make_config("default", **{kw!r}))], sys.argv[1], workers=1)
+            except KeyboardInterrupt:
+                sys.exit(130)
+    """))
+    out = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, str(script), str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        metrics = out / "long" / "metrics.jsonl"
+        deadline = time.time() + 90
+        while not (metrics.exists() and len(read_jsonl(metrics)) >= 3):
+            assert proc.poll() is None and time.time() < deadline, proc.communicate()[0].decode()[-2000:]
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)  # the runner only: it must forward the stop to its job
+        output = proc.communicate(timeout=90)[0].decode()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, output[-2000:]
+    assert not (out / "long" / "summary.json").exists()
+    assert load_checkpoint(out / "long")["iteration"] >= 2
+    assert log_lines(out)[-1]["status"] == "interrupted"
+    [cfg] = prepare([("long", make_config("default", **kw))], out)
+    assert job_action(cfg) == ("resume", None)
+
+
+def test_ray_backend_without_ray_says_how_to_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` fail
+    with pytest.raises(RuntimeError, match="pip install"):
+        run_jobs([("a", tiny())], tmp_path, backend="ray", echo=lambda s: None)
+
+
+def test_ray_backend_on_a_local_cluster(tmp_path):
+    ray = pytest.importorskip("ray")
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    except Exception as e:  # installed but unable to start here (e.g. no shared memory)
+        pytest.skip(f"a local Ray cluster does not start here: {e}")
+    try:
+        jobs = [("ok", tiny()), ("bad", tiny(env_id="NoSuchEnv-v0"))]
+        results = {r.run_name: r for r in run_jobs(jobs, tmp_path, backend="ray", echo=lambda s: None)}
+    finally:
+        ray.shutdown()
+    assert results["ok"].status == "finished" and (tmp_path / "ok" / "summary.json").exists()
+    assert results["bad"].status == "failed" and "EnvError" in (tmp_path / "bad" / "error.txt").read_text()
