@@ -186,6 +186,8 @@ def run_jobs(jobs: Sequence[Tuple[str, Config]], out_dir, workers: Optional[int]
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS} (got {backend!r})")
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers must be >= 1 (got {workers})")
     cfgs = prepare(jobs, out_dir)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     log = _Log(Path(out_dir) / LOG_NAME, len(cfgs), echo)
@@ -238,12 +240,12 @@ def _run_local(cfgs: Sequence[Config], workers: int, ray_address, log: _Log) -> 
             while pending and len(running) < workers:
                 cfg = pending.popleft()
                 pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=_worker_init)
-                running[pool.submit(run_job, cfg.to_dict())] = (cfg, pool, time.time())
+                running[pool.submit(run_job, cfg.to_dict())] = (cfg, pool, time.time(), job_action(cfg)[0])
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for fut in done:
-                cfg, pool, t0 = running.pop(fut)
+                cfg, pool, t0, action = running.pop(fut)
                 pool.shutdown(wait=True)
-                out.append(log.record(_local_result(fut, cfg, t0, stopping=False)))
+                out.append(log.record(_local_result(fut, cfg, t0, action, stopping=False)))
     except KeyboardInterrupt:
         _stop_local(running, log)
         raise
@@ -264,17 +266,17 @@ def _mp_context():
     return ctx
 
 
-def _local_result(fut, cfg: Config, t0: float, stopping: bool) -> JobResult:
+def _local_result(fut, cfg: Config, t0: float, action: str, stopping: bool) -> JobResult:
     run_dir = Path(cfg.out_dir) / cfg.run_name
     exc = fut.exception()
     if exc is None:
         return JobResult(**fut.result())
     if stopping:  # a worker killed while starting up or stopping: nothing failed
-        return JobResult(cfg.run_name, str(run_dir), "?", "interrupted", time.time() - t0)
+        return JobResult(cfg.run_name, str(run_dir), action, "interrupted", time.time() - t0)
     error = (f"the worker process running this job died ({type(exc).__name__}: {exc}); "
              f"e.g. killed for memory or a crash in native code\n")
     write_error(run_dir, error)
-    return JobResult(cfg.run_name, str(run_dir), "?", "failed", time.time() - t0, error)
+    return JobResult(cfg.run_name, str(run_dir), action, "failed", time.time() - t0, error)
 
 
 def _stop_local(running: dict, log: _Log) -> None:
@@ -288,9 +290,9 @@ def _stop_local(running: dict, log: _Log) -> None:
     for p in multiprocessing.active_children() if late else ():
         p.kill()
     for fut in done:
-        cfg, pool, t0 = running[fut]
-        log.record(_local_result(fut, cfg, t0, stopping=True))
-    for cfg, pool, _ in running.values():
+        cfg, pool, t0, action = running[fut]
+        log.record(_local_result(fut, cfg, t0, action, stopping=True))
+    for cfg, pool, _, _ in running.values():
         pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -304,15 +306,14 @@ def _run_ray(cfgs: Sequence[Config], workers: int, ray_address: Optional[str], l
         ray.init(address=ray_address)  # None: RAY_ADDRESS if set, else a new local cluster
     # max_retries re-runs a task whose worker or node died; run_job then resumes from the checkpoint
     task = ray.remote(run_job)
-    refs = {task.options(num_cpus=job_cost(c), max_retries=2, name=c.run_name).remote(c.to_dict()): (c, time.time())
-            for c in cfgs}
+    refs = {task.options(num_cpus=job_cost(c), max_retries=2, name=c.run_name).remote(c.to_dict()):
+            (c, time.time(), job_action(c)[0]) for c in cfgs}
     out = []
     try:
         while refs:
             done, _ = ray.wait(list(refs), num_returns=1)
             for ref in done:
-                cfg, t0 = refs.pop(ref)
-                out.append(log.record(_ray_result(ray, ref, cfg, t0)))
+                out.append(log.record(_ray_result(ray, ref, *refs.pop(ref))))
     except KeyboardInterrupt:
         log.echo(f"runner: cancelling {len(refs)} Ray task(s); running ones save a checkpoint ...")
         for ref in refs:
@@ -324,16 +325,16 @@ def _run_ray(cfgs: Sequence[Config], workers: int, ray_address: Optional[str], l
     return out
 
 
-def _ray_result(ray, ref, cfg: Config, t0: float) -> JobResult:
+def _ray_result(ray, ref, cfg: Config, t0: float, action: str) -> JobResult:
     run_dir = Path(cfg.out_dir) / cfg.run_name
     try:
         return JobResult(**ray.get(ref))
     except ray.exceptions.TaskCancelledError:
-        return JobResult(cfg.run_name, str(run_dir), "?", "interrupted", time.time() - t0)
+        return JobResult(cfg.run_name, str(run_dir), action, "interrupted", time.time() - t0)
     except ray.exceptions.RayError as e:
         error = f"Ray could not run this job: {type(e).__name__}: {e}\n"
         write_error(run_dir, error)
-        return JobResult(cfg.run_name, str(run_dir), "?", "failed", time.time() - t0, error)
+        return JobResult(cfg.run_name, str(run_dir), action, "failed", time.time() - t0, error)
 
 
 @contextmanager
@@ -355,12 +356,20 @@ def _sigterm_as_interrupt():
 def add_runner_args(p) -> None:
     """``--workers``, ``--backend`` and ``--ray-address`` on an argparse parser."""
     g = p.add_argument_group("runner")
-    g.add_argument("--workers", type=int, default=None,
+    g.add_argument("--workers", type=_positive_int, default=None,
                    help="jobs at once (local backend; default: usable cores // cores per job)")
     g.add_argument("--backend", choices=BACKENDS, default="local",
                    help="local: processes on this machine; ray: one Ray task per job (pip install ray)")
     g.add_argument("--ray-address", default=None,
                    help="Ray cluster to join, e.g. ray://host:10001 or auto (default: RAY_ADDRESS or a local one)")
+
+
+def _positive_int(text: str) -> int:
+    import argparse
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1 (got {n})")
+    return n
 
 
 def report(results: Sequence[JobResult]) -> str:
