@@ -237,7 +237,8 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         raise ConfigError(f"no run directories (folders with config.json) under {args.run_dirs}")
     by = args.group_by if args.group_by is not None else [f for f in varying_fields(runs) if f != "env_id"]
     seeds = sorted({r.config.get("seed") for r in runs})
-    _report(args, [r.path for r in runs], [field_name(f) for f in by], args.out, args.x, args.heatmap, args.metric,
+    heatmap = [field_name(f) for f in args.heatmap] if args.heatmap else None
+    _report(args, [r.path for r in runs], [field_name(f) for f in by], args.out, args.x, heatmap, args.metric,
             seeds, None)
     return 0
 
