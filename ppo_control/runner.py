@@ -183,6 +183,8 @@ def run_jobs(jobs: Sequence[Tuple[str, Config]], out_dir, workers: Optional[int]
     """Run every job not yet finished; returns one ``JobResult`` per job, in job order.
 
     Raises KeyboardInterrupt after a Ctrl-C/SIGTERM, once every running job has saved its checkpoint.
+    A script that calls this needs the ``if __name__ == "__main__":`` guard: the worker
+    processes' server imports the main module.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS} (got {backend!r})")
