@@ -75,20 +75,22 @@ def find_run_dirs(paths: Iterable) -> List[Path]:
     return sorted(set(found))
 
 
-def load_run(path) -> Run:
+def load_run(path, curve_key: str = RETURN_KEY) -> Run:
+    """``curve_key``: the metric the curve follows — training episodes (``charts/episodic_return``)
+    or the periodic deterministic evaluation (``eval/return``, runs with ``eval_interval``)."""
     path = Path(path)
     cfg = json.loads((path / "config.json").read_text())["config"]
     rows = read_jsonl(path / JSONL_NAME) if (path / JSONL_NAME).exists() else []
-    rows = [r for r in rows if r.get(RETURN_KEY) is not None and math.isfinite(r[RETURN_KEY])]
+    rows = [r for r in rows if r.get(curve_key) is not None and math.isfinite(r[curve_key])]
     summary = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else None
     error = (path / "error.txt").read_text() if (path / "error.txt").exists() else None
     return Run(path, cfg, np.array([r["global_step"] for r in rows], dtype=float),
                np.array([r["wall_time"] for r in rows], dtype=float),
-               np.array([r[RETURN_KEY] for r in rows], dtype=float), summary, error)
+               np.array([r[curve_key] for r in rows], dtype=float), summary, error)
 
 
-def load_runs(paths: Iterable) -> List[Run]:
-    return [load_run(p) for p in find_run_dirs(paths)]
+def load_runs(paths: Iterable, curve_key: str = RETURN_KEY) -> List[Run]:
+    return [load_run(p, curve_key) for p in find_run_dirs(paths)]
 
 
 def curve_auc(steps: np.ndarray, returns: np.ndarray) -> float:

@@ -178,6 +178,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--group-by", nargs="+", default=None, metavar="FIELD",
                    help="config fields that define a line (default: every field that differs between runs)")
     p.add_argument("--x", choices=X_AXES, default="steps", help="x axis: env steps or training wall time")
+    p.add_argument("--curve", choices=("charts/episodic_return", "eval/return"), default="charts/episodic_return",
+                   help="what the curves follow: training episodes, or the periodic deterministic evaluation "
+                        "(runs trained with --eval-interval)")
     p.add_argument("--heatmap", nargs=2, metavar=("ROW_FIELD", "COL_FIELD"),
                    help="also write OUT_heatmap.png of the seed-mean --metric per cell")
     p.add_argument("--metric", choices=("final_return", "eval_return", "auc"), default="final_return",
@@ -246,7 +249,8 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 def _report(args, run_dirs, by, out, x, heatmap, metric, seeds, wall_time) -> None:
     from .aggregate import load_run, markdown_table, provenance, summarize
     from .plotting import write_report
-    runs = [load_run(d) for d in map(Path, run_dirs) if (Path(d) / "config.json").exists()]
+    curve = getattr(args, "curve", "charts/episodic_return")
+    runs = [load_run(d, curve) for d in map(Path, run_dirs) if (Path(d) / "config.json").exists()]
     if not runs:
         print("report: no run directories to report on")
         return
