@@ -127,10 +127,11 @@ class PhysicsLimit:
         out = {}
         mj.mj_setState(m, self.one, rows[0], integ)
         t0 = time.perf_counter()
-        for t in range(T * 8):
+        n1 = n * T // 2
+        for t in range(n1):
             self.one.ctrl[:] = ctrl[t % n, (t % T) * fs]
             mj.mj_step(m, self.one, nstep=fs)
-        out["one_thread"] = T * 8 / (time.perf_counter() - t0)
+        out["one_thread"] = n1 / (time.perf_counter() - t0)
         out["ideal"] = out["one_thread"] * self.nthread
         self.ro.rollout(m, self.datas, states, ctrl[:, :fs], nstep=fs)  # warm-up
         t0 = time.perf_counter()
@@ -190,10 +191,17 @@ def cmd_env(args) -> dict:
                     skipped.append((env_id, n, name, f"unavailable: {type(e).__name__}: {e}"))
             steps = max(args.min_steps, args.env_steps // n)
             for r in range(args.repeats):
-                sps = {name: env_throughput(env, steps, seed=r) for name, env in backends.items()}
-                states = backends["batched"].batch.state.copy() if "batched" in backends else None
-                rows.append({"env_id": env_id, "num_envs": n, "repeat": r, "sps": sps,
-                             "physics": limit.measure(seed=r, rows=states)})
+                # the load of a shared machine drifts within seconds: the limit is measured right after
+                # 'batched' (from its states), and the order of the others rotates from repeat to repeat
+                order = list(backends)
+                order = order[r % len(order):] + order[:r % len(order)]
+                sps, phys = {}, None
+                for name in order:
+                    sps[name] = env_throughput(backends[name], steps, seed=r)
+                    if name == "batched":
+                        phys = limit.measure(seed=r, rows=backends[name].batch.state.copy())
+                rows.append({"env_id": env_id, "num_envs": n, "repeat": r, "order": order, "sps": sps,
+                             "physics": phys if phys is not None else limit.measure(seed=r)})
             for env in backends.values():
                 env.close()
             med = {b: median(x["sps"][b] for x in rows[-args.repeats:]) for b in backends}
@@ -345,8 +353,8 @@ def main(argv=None) -> None:
     e.add_argument("--env-ids", nargs="+", default=["HalfCheetah-v5", "Hopper-v5", "Ant-v5"])
     e.add_argument("--num-envs", nargs="+", type=int, default=[1, 16, 64, 256])
     e.add_argument("--backends", nargs="+", default=["sync", "async", "batched", "batched1", "envpool"])
-    e.add_argument("--repeats", type=int, default=4, help="interleaved repeats per group; medians reported")
-    e.add_argument("--env-steps", type=int, default=1000, help="env steps (all envs) per measurement")
+    e.add_argument("--repeats", type=int, default=6, help="interleaved repeats per group; medians reported")
+    e.add_argument("--env-steps", type=int, default=600, help="env steps (all envs) per measurement")
     e.add_argument("--min-steps", type=int, default=20, help="at least this many vector steps per measurement")
     e.add_argument("--async-max-envs", type=int, default=256, help="skip gymnasium async above this many processes")
     e.add_argument("--physics-batch", type=int, default=64, help="simulations in the physics-limit runs")
