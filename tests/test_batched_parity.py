@@ -135,6 +135,9 @@ def test_float32_actions_match_gymnasium():
 def test_make_vec_env_dispatch_and_fallback():
     envs = make_vec_env("Swimmer-v5", 2, "batched", max_episode_steps=10)
     assert isinstance(envs, BatchedMujocoVecEnv) and envs.max_episode_steps == 10
+    envs.reset(seed=0)
+    with pytest.raises(ValueError, match="actions of shape"):
+        envs.step(np.zeros((3, 2)))
     envs.close()
     assert not is_supported("CartPole-v1") and not is_supported("Hopper-v4")
     assert not is_supported("Hopper-v5", {"render_mode": "rgb_array"})

@@ -104,6 +104,9 @@ class BatchedMujocoVecEnv:
     def step(self, actions: np.ndarray):
         """actions [N, act_dim] (already clipped) -> obs, reward, terminated, truncated, final_obs (all [N, ...])."""
         actions = np.asarray(actions)
+        if actions.shape != (self.num_envs, self.act_dim):
+            raise ValueError(f"actions of shape {actions.shape}; {self.env_id} x {self.num_envs} envs takes "
+                             f"({self.num_envs}, {self.act_dim})")
         before = np.array(self.task.position(self._sim()))  # copy: the bound arrays change in the step
         self._ctrl[:] = actions
         self.batch.step(nstep=self.frame_skip)
@@ -116,13 +119,13 @@ class BatchedMujocoVecEnv:
             truncated = np.zeros(self.num_envs, bool)
         else:
             truncated = self._elapsed >= self.max_episode_steps
-        final_obs = obs
         done = np.flatnonzero(terminated | truncated)
+        final_obs = obs.copy()
         if done.size:
-            final_obs = obs.copy()
             obs[done] = self._reset_envs(done, [None] * done.size)
-        self._obs = obs
-        return obs.copy(), np.asarray(reward, np.float64), np.asarray(terminated, bool), truncated, final_obs
+        self._obs = obs  # kept for snapshots; the caller gets copies
+        out = obs.copy() if done.size else final_obs
+        return out, np.asarray(reward, np.float64), np.asarray(terminated, bool), truncated, final_obs
 
     def clip_actions(self, actions: np.ndarray) -> np.ndarray:
         return np.clip(actions, self.action_low, self.action_high)
