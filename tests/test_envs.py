@@ -20,6 +20,7 @@ def test_same_step_autoreset_delivers_final_obs(mode):
     """Pins gymnasium's SAME_STEP autoreset: at truncation obs is the next episode's first obs
     and final_obs is the last obs of the ended episode, equal to what a plain env returns."""
     envs = make_vec_env("InvertedPendulum-v5", 2, mode, max_episode_steps=5)
+    assert envs.max_episode_steps == 5
     ref = gym.make("InvertedPendulum-v5", max_episode_steps=5)
     obs = envs.reset(seed=3)
     o_ref, _ = ref.reset(seed=3)
