@@ -10,6 +10,7 @@ import importlib
 from ppo_control import CheckpointError, load_policy, train
 from ppo_control.checkpoint import load_checkpoint
 from ppo_control.envs import VecEnv
+from ppo_control.envs.batched import BatchedMujocoVecEnv
 from ppo_control.metrics import read_jsonl
 from ppo_control.update import NonFiniteError
 
@@ -52,22 +53,24 @@ def test_outputs_and_checkpoint_round_trip(tiny, tmp_path):
     assert s["eval_return"] == pytest.approx(json.loads((run / "eval.json").read_text())["mean_return"])
 
 
-def _interrupt_env_step_after(monkeypatch, n):
-    real, calls = VecEnv.step, {"n": 0}
+def _interrupt_env_step_after(monkeypatch, cls, n):
+    real, calls = cls.step, {"n": 0}
 
     def step(self, actions):
         calls["n"] += 1
         if calls["n"] == n:
             raise KeyboardInterrupt
         return real(self, actions)
-    monkeypatch.setattr(VecEnv, "step", step)
+    monkeypatch.setattr(cls, "step", step)
 
 
-def test_interrupted_run_resumes_exactly(tiny, tmp_path, monkeypatch):
-    full = train(tiny(run_name="full", total_steps=512))
-    _interrupt_env_step_after(monkeypatch, 64 * 2 + 30)  # Ctrl-C in the middle of iteration 3
+@pytest.mark.parametrize("vectorization", ["sync", "batched"])
+def test_interrupted_run_resumes_exactly(tiny, tmp_path, monkeypatch, vectorization):
+    full = train(tiny(run_name="full", total_steps=512, vectorization=vectorization))
+    cls = VecEnv if vectorization == "sync" else BatchedMujocoVecEnv
+    _interrupt_env_step_after(monkeypatch, cls, 64 * 2 + 30)  # Ctrl-C in the middle of iteration 3
     with pytest.raises(KeyboardInterrupt):
-        train(tiny(run_name="cut", total_steps=512))
+        train(tiny(run_name="cut", total_steps=512, vectorization=vectorization))
     monkeypatch.undo()
     st = load_checkpoint(tmp_path / "cut")
     assert st["iteration"] == 2 and st["global_step"] == 256
