@@ -20,6 +20,7 @@ from .config import Config
 from .envs import SnapshotError, VecEnv, make_vec_env
 from .networks import GaussianPolicy, ValueNet
 from .normalize import ObsNormalizer, RewardScaler
+from .optim import FlatAdam
 from .rollout import RolloutState
 
 
@@ -65,7 +66,7 @@ class TrainState:
     policy: GaussianPolicy
     critic: Optional[ValueNet]
     ref_policy: Optional[GaussianPolicy]
-    optimizer: torch.optim.Optimizer
+    optimizer: FlatAdam
     obs_norm: ObsNormalizer
     rew_scaler: RewardScaler
     rollout: RolloutState
@@ -88,10 +89,7 @@ class TrainState:
         ref = None
         if cfg.algo == "grpo":
             ref = copy.deepcopy(policy).requires_grad_(False)
-        params = list(policy.parameters()) + (list(critic.parameters()) if critic is not None else [])
-        # foreach: one multi-tensor kernel per Adam step instead of one per parameter (~1.8x faster
-        # minibatch updates measured on the classic preset's 64-sample minibatches)
-        opt = torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, foreach=True)
+        opt = FlatAdam([policy] + ([critic] if critic is not None else []), lr=cfg.lr, eps=cfg.adam_eps)
         obs = envs.reset(seed=cfg.seed)
         if cfg.algo == "grpo":
             envs.get_snapshots()  # fails fast, with a clear message, where the state cannot be restored

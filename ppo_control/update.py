@@ -14,6 +14,7 @@ from torch import nn
 from .config import Config
 from .losses import clipped_surrogate, dual_clip_active, kl_k3, value_loss, weighted_mean
 from .networks import GaussianPolicy, ValueNet
+from .optim import FlatAdam
 
 
 class NonFiniteError(FloatingPointError):
@@ -26,7 +27,7 @@ def _normalise(adv: torch.Tensor) -> torch.Tensor:
     return (adv - adv.mean()) / (adv.std() + 1e-8)
 
 
-def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.optim.Optimizer,
+def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: FlatAdam,
            data: dict, cfg: Config, generator: torch.Generator, norm_adv: bool) -> dict:
     """Optimise on one batch. ``data`` holds flat ``[B, ...]`` tensors (see ``Batch.flat``).
 
@@ -66,11 +67,10 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
                 s["grpo/kl_ref"] = kl_ref.detach()
             if not torch.isfinite(loss):
                 raise NonFiniteError(f"non-finite loss {loss.item()} in epoch {epoch}, minibatch {k}")
-            optimizer.zero_grad(set_to_none=True)
+            optimizer.zero_grad()
             loss.backward()
-            nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm, foreach=True)
-            if critic is not None:
-                nn.utils.clip_grad_norm_(critic.parameters(), cfg.max_grad_norm, foreach=True)
+            optimizer.gather_grads()
+            optimizer.clip_grad_norm_(cfg.max_grad_norm)  # policy and critic each on their own
             optimizer.step()
             with torch.no_grad():
                 approx_kl = ((ratio - 1.0) - logratio).mean()
