@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Regenerate every committed table and figure in results/ from the run directories
+# (made by benchmarks/ppo_classic_1m.sh, benchmarks/ppo_fast_1m.sh, benchmarks/grpo_vs_ppo.sh).
+set -eu
+R=results/runs
+ppo-control plot $R/ppo_classic_1m --out results/ppo_classic_1m.png
+ppo-control plot $R/ppo_classic_1m $R/ppo_fast_1m --group-by preset --out results/ppo_classic_vs_fast.png
+ppo-control plot $R/ppo_classic_1m $R/ppo_fast_1m --group-by preset --x time --out results/ppo_classic_vs_fast_time.png
+ppo-control plot $R/ppo_fast_1m $R/grpo_reset_1m $R/grpo_visited_1m --group-by algo start_state \
+    --curve eval/return --metric eval_return --out results/grpo_vs_ppo.png
