@@ -79,7 +79,9 @@ def load_run(path, curve_key: str = RETURN_KEY) -> Run:
     """``curve_key``: the metric the curve follows — training episodes (``charts/episodic_return``)
     or the periodic deterministic evaluation (``eval/return``, runs with ``eval_interval``)."""
     path = Path(path)
-    cfg = json.loads((path / "config.json").read_text())["config"]
+    # fields added to Config after a run was made take their defaults, so old and new runs of
+    # the same setting group together
+    cfg = {**_config_defaults(), **json.loads((path / "config.json").read_text())["config"]}
     rows = read_jsonl(path / JSONL_NAME) if (path / JSONL_NAME).exists() else []
     rows = [r for r in rows if r.get(curve_key) is not None and math.isfinite(r[curve_key])]
     summary = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else None
@@ -87,6 +89,14 @@ def load_run(path, curve_key: str = RETURN_KEY) -> Run:
     return Run(path, cfg, np.array([r["global_step"] for r in rows], dtype=float),
                np.array([r["wall_time"] for r in rows], dtype=float),
                np.array([r[curve_key] for r in rows], dtype=float), summary, error)
+
+
+def _config_defaults() -> dict:
+    import dataclasses
+
+    from .config import Config
+    return {f.name: (list(f.default) if isinstance(f.default, tuple) else f.default)
+            for f in dataclasses.fields(Config)}
 
 
 def load_runs(paths: Iterable, curve_key: str = RETURN_KEY) -> List[Run]:
