@@ -43,6 +43,7 @@ class Run:
     returns: np.ndarray  # [I] mean episodic return of the episodes finished in that iteration
     summary: Optional[dict]
     error: Optional[str]
+    curve_key: str = RETURN_KEY  # the metric ``returns`` follows
 
     @property
     def status(self) -> str:
@@ -88,7 +89,7 @@ def load_run(path, curve_key: str = RETURN_KEY) -> Run:
     error = (path / "error.txt").read_text() if (path / "error.txt").exists() else None
     return Run(path, cfg, np.array([r["global_step"] for r in rows], dtype=float),
                np.array([r["wall_time"] for r in rows], dtype=float),
-               np.array([r[curve_key] for r in rows], dtype=float), summary, error)
+               np.array([r[curve_key] for r in rows], dtype=float), summary, error, curve_key)
 
 
 def _config_defaults() -> dict:

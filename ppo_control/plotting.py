@@ -84,7 +84,8 @@ def draw_curves(ax, groups: Dict[str, List[Run]], x: str = "steps") -> None:
         if lo is not None:
             ax.fill_between(grid / scale, lo, hi, color=color, alpha=0.2, lw=0)
     ax.set_xlabel({"steps": "environment steps", "time": "training wall time"}[x] + (f" ({unit})" if unit else ""))
-    ax.set_ylabel("episodic return")
+    keys = {r.curve_key for rs in groups.values() for r in rs}
+    ax.set_ylabel("deterministic evaluation return" if keys == {"eval/return"} else "episodic return (training)")
     ax.grid(alpha=0.3)
 
 
