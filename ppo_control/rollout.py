@@ -74,7 +74,6 @@ def record_step(rs: RolloutState, reward: np.ndarray, done: np.ndarray) -> None:
     rs.ep_length[done] = 0
 
 
-@torch.no_grad()
 def collect_steps(envs: VecEnv, policy: GaussianPolicy, critic: ValueNet, obs_norm: ObsNormalizer,
                   rew_scaler: RewardScaler, rs: RolloutState, num_steps: int,
                   device: torch.device, rng: Optional[np.random.Generator] = None) -> Batch:
@@ -128,7 +127,6 @@ class GroupRollout:
     env_steps: int            # env steps simulated, including those of members already finished
 
 
-@torch.no_grad()
 def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[GaussianPolicy],
                    obs_norm: ObsNormalizer, start_obs: np.ndarray, horizon: int, device: torch.device,
                    record_at: Tuple[int, ...] = (), rng: Optional[np.random.Generator] = None) -> GroupRollout:
