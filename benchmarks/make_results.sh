@@ -8,3 +8,5 @@ ppo-control plot $R/ppo_classic_1m $R/ppo_fast_1m --group-by preset --out result
 ppo-control plot $R/ppo_classic_1m $R/ppo_fast_1m --group-by preset --x time --out results/ppo_classic_vs_fast_time.png
 ppo-control plot $R/ppo_fast_1m $R/grpo_reset_1m $R/grpo_visited_1m --group-by algo start_state \
     --curve eval/return --metric eval_return --out results/grpo_vs_ppo.png
+# ablation that chose the fast preset's lr (same batch shape, lr 3e-4 vs 1e-3)
+ppo-control plot $R/ppo_fast_lr3e-4_1m $R/ppo_fast_1m --group-by lr --out results/ppo_fast_lr_ablation.png
