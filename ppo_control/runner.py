@@ -39,6 +39,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from .aggregate import OUTPUT_ONLY_FIELDS
 from .checkpoint import CHECKPOINT_NAME
 from .config import Config
+from .train import sigterm_as_interrupt
 
 LOG_NAME, ERROR_NAME = "runner.jsonl", "error.txt"
 BACKENDS = ("local", "ray")
@@ -206,7 +207,7 @@ def run_jobs(jobs: Sequence[Tuple[str, Config]], out_dir, workers: Optional[int]
         echo(f"runner: {len(todo)} of {len(cfgs)} jobs to run ({backend}, "
              f"{workers if backend == 'local' else 'cluster'} at a time); log: {log.path}")
         run = _run_local if backend == "local" else _run_ray
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             for r in run(todo, workers, ray_address, log):
                 results[r.run_name] = r
     return [results[c.run_name] for c in cfgs]
@@ -337,22 +338,6 @@ def _ray_result(ray, ref, cfg: Config, t0: float, action: str) -> JobResult:
         error = f"Ray could not run this job: {type(e).__name__}: {e}\n"
         write_error(run_dir, error)
         return JobResult(cfg.run_name, str(run_dir), action, "failed", time.time() - t0, error)
-
-
-@contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM to the runner (a scheduler's stop) stops the jobs the way Ctrl-C does."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-    try:
-        old = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
 
 
 def add_runner_args(p) -> None:
