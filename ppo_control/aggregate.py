@@ -29,7 +29,7 @@ RETURN_KEY = "charts/episodic_return"
 # Fields that change where/how a run is written, never what it learns: two runs that differ
 # only in these are the same setting (used for grouping here and for conflict checks in runner).
 OUTPUT_ONLY_FIELDS = frozenset({"out_dir", "run_name", "progress", "tensorboard", "device", "torch_threads",
-                                "checkpoint_every"})
+                                "env_threads", "checkpoint_every"})
 IQM_MIN_SEEDS = 4
 
 

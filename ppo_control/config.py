@@ -35,6 +35,7 @@ class Config:
                                        "gymnasium parity; unsupported tasks fall back to sync), sync (one "
                                        "process) or async (one process per env)",
                             choices=("sync", "async", "batched"))
+    env_threads: int = _f(0, "batched backend: MuJoCo thread-pool size (0 = all cores this process may use)")
     num_steps: int = _f(2048, "PPO: steps collected per env per iteration (batch = num_envs * num_steps)")
     # --- optimisation ------------------------------------------------------
     lr: float = _f(3e-4, "Adam learning rate")
@@ -144,6 +145,7 @@ def _validate(c: Config):
     _need(c.total_steps > 0, f"total_steps must be > 0 (got {c.total_steps})")
     _need(c.num_envs >= 1, f"num_envs must be >= 1 (got {c.num_envs})")
     _need(c.num_steps >= 1, f"num_steps must be >= 1 (got {c.num_steps})")
+    _need(c.env_threads >= 0, f"env_threads must be >= 0 (got {c.env_threads})")
     _need(c.update_epochs >= 1, f"update_epochs must be >= 1 (got {c.update_epochs})")
     _need(c.num_minibatches >= 1, f"num_minibatches must be >= 1 (got {c.num_minibatches})")
     _need(c.lr > 0, f"lr must be > 0 (got {c.lr})")

@@ -58,9 +58,10 @@ class JobResult:
 
 
 def prepare(jobs: Sequence[Tuple[str, Config]], out_dir) -> List[Config]:
-    """Each job's Config placed in ``out_dir/run_name``, progress bars off, ``torch_threads`` 0 -> 1.
+    """Each job's Config placed in ``out_dir/run_name``, progress bars off, ``torch_threads`` and
+    ``env_threads`` 0 -> 1.
 
-    torch_threads=0 means "all cores" per process, which oversubscribes as soon as two jobs run.
+    0 means "all cores" per process, which oversubscribes as soon as two jobs run.
     """
     names = [n for n, _ in jobs]
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -70,7 +71,8 @@ def prepare(jobs: Sequence[Tuple[str, Config]], out_dir) -> List[Config]:
     if bad:
         raise ValueError(f"run names must be plain folder names; got {bad}")
     return [cfg.replace(out_dir=str(out_dir), run_name=name, progress=False,
-                        torch_threads=cfg.torch_threads or 1) for name, cfg in jobs]
+                        torch_threads=cfg.torch_threads or 1, env_threads=cfg.env_threads or 1)
+            for name, cfg in jobs]
 
 
 def config_differences(saved: dict, cfg: dict) -> List[str]:
@@ -93,8 +95,10 @@ def job_action(cfg: Config) -> Tuple[str, Optional[str]]:
 
 
 def job_cost(cfg: Config) -> int:
-    """Cores one job keeps busy: its torch threads times its env processes (async vectorization)."""
-    return max(1, cfg.torch_threads) * (cfg.num_envs if cfg.vectorization == "async" else 1)
+    """Cores one job keeps busy: its torch threads, or its env processes (async) or MuJoCo threads
+    (batched) if more (collection and updates alternate, so they do not add up)."""
+    envs = {"async": cfg.num_envs, "batched": max(1, cfg.env_threads)}.get(cfg.vectorization, 1)
+    return max(max(1, cfg.torch_threads), envs)
 
 
 def default_workers(cfgs: Sequence[Config]) -> int:

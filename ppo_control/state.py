@@ -83,7 +83,7 @@ class TrainState:
             torch.set_num_threads(cfg.torch_threads)
         device = resolve_device(cfg.device)
         torch.manual_seed(cfg.seed)
-        envs = make_vec_env(cfg.env_id, cfg.num_envs, cfg.vectorization)
+        envs = make_vec_env(cfg.env_id, cfg.num_envs, cfg.vectorization, nthread=cfg.env_threads or None)
         policy = make_policy(cfg, envs.obs_dim, envs.act_dim).to(device)
         critic = ValueNet(envs.obs_dim, cfg.hidden_sizes, cfg.activation).to(device) if cfg.algo == "ppo" else None
         ref = None

@@ -77,3 +77,15 @@ def test_non_mujoco_env_cannot_be_snapshotted():
     with pytest.raises(SnapshotError, match="not MuJoCo-based"):
         envs.get_snapshots()
     envs.close()
+
+
+def test_batched_thread_count_does_not_change_results():
+    a, b = make_vec_env("Hopper-v5", 4, "batched", nthread=1), make_vec_env("Hopper-v5", 4, "batched", nthread=2)
+    oa, ob = a.reset(seed=5), b.reset(seed=5)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        act = rng.uniform(-1, 1, (4, 3))
+        oa, ra, *_ = a.step(act)
+        ob, rb, *_ = b.step(act)
+        assert np.array_equal(oa, ob) and np.array_equal(ra, rb)
+    a.close(), b.close()

@@ -103,11 +103,13 @@ class VecEnv:
         self.env.close()
 
 
-def make_vec_env(env_id: str, num_envs: int, vectorization: str = "sync", **env_kwargs) -> VecEnv:
-    """Build the vector env; ``batched`` uses the native MuJoCo backend where the task is supported."""
+def make_vec_env(env_id: str, num_envs: int, vectorization: str = "sync", nthread: Optional[int] = None,
+                 **env_kwargs) -> VecEnv:
+    """Build the vector env; ``batched`` uses the native MuJoCo backend where the task is supported
+    (``nthread``: its thread-pool size, None = all cores)."""
     if vectorization == "batched":
         from .batched import BatchedMujocoVecEnv, is_supported
         if is_supported(env_id, env_kwargs):
-            return BatchedMujocoVecEnv(env_id, num_envs, **env_kwargs)
+            return BatchedMujocoVecEnv(env_id, num_envs, nthread=nthread, **env_kwargs)
         vectorization = "sync"  # unsupported task: gymnasium's own vector env
     return VecEnv(env_id, num_envs, vectorization, env_kwargs)
