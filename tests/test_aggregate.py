@@ -1,6 +1,5 @@
 """Aggregation maths on hand-computed inputs, and run directories -> tables."""
 import csv
-import json
 import math
 
 import numpy as np
@@ -8,25 +7,11 @@ import pytest
 
 from ppo_control.aggregate import (bootstrap_ci, curve_auc, format_value, group_runs, iqm, load_run, load_runs,
                                    markdown_table, run_rows, seed_stats, summarize, varying_fields, write_tables)
-from ppo_control.config import make_config
+from rundirs import write_run
 
 
 def make_run(root, name, returns, finished=True, error=None, step=100, **cfg):
-    """A run directory as train() leaves it: config.json, metrics.jsonl (None = no episode), summary.json."""
-    d = root / name
-    d.mkdir(parents=True)
-    config = make_config("default", **{"env_id": "Hopper-v5", **cfg}).to_dict()
-    (d / "config.json").write_text(json.dumps({"config": config, "environment": {}}))
-    with open(d / "metrics.jsonl", "w") as f:
-        for i, r in enumerate(returns, 1):
-            f.write(json.dumps({"iteration": i, "global_step": i * step, "wall_time": 0.5 * i,
-                                "charts/episodic_return": r}) + "\n")
-    if finished:
-        (d / "summary.json").write_text(json.dumps({"final_return": returns[-1], "eval_return": 2 * returns[-1],
-                                                    "wall_time": 10.0, "SPS": 100.0, "global_step": step * len(returns)}))
-    if error:
-        (d / "error.txt").write_text(error)
-    return d
+    return write_run(root, name, returns, finished, error, step=step, **cfg)
 
 
 # --- statistics ----------------------------------------------------------------------------

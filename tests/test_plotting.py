@@ -8,24 +8,14 @@ from PIL import Image
 
 from ppo_control.aggregate import load_runs
 from ppo_control.cli import main
-from ppo_control.config import make_config
+from rundirs import write_run
 from ppo_control.plotting import (common_grid, heatmap_values, mean_band, plot_heatmap, plot_learning_curves,
                                   resample, write_report)
 
 
 def make_run(root, name, returns, finished=True, **cfg):
-    d = root / name
-    d.mkdir(parents=True)
-    config = make_config("default", **{"env_id": "Hopper-v5", **cfg}).to_dict()
-    (d / "config.json").write_text(json.dumps({"config": config, "environment": {}}))
-    with open(d / "metrics.jsonl", "w") as f:
-        for i, r in enumerate(returns, 1):
-            f.write(json.dumps({"iteration": i, "global_step": 1000 * i, "wall_time": 0.7 * i * cfg.get("seed", 1),
-                                "charts/episodic_return": r}) + "\n")
-    if finished:
-        (d / "summary.json").write_text(json.dumps({"final_return": returns[-1], "eval_return": returns[-1],
-                                                    "wall_time": 1.0, "SPS": 1.0, "global_step": 1000}))
-    return d
+    return write_run(root, name, returns, finished, step=1000, wall_per_iter=0.7 * cfg.get("seed", 1),
+                     eval_factor=1.0, summary_wall=1.0, summary_sps=1.0, **cfg)
 
 
 @pytest.fixture
