@@ -22,7 +22,8 @@ class Policy:
 
     def __init__(self, net: GaussianPolicy, obs_norm: ObsNormalizer, low: np.ndarray, high: np.ndarray,
                  config: Optional[Config] = None):
-        self.net, self.obs_norm, self.low, self.high, self.config = net.eval(), obs_norm, low, high, config
+        # no .eval(): the MLPs have no dropout or batch-norm, and the training loop shares this net
+        self.net, self.obs_norm, self.low, self.high, self.config = net, obs_norm, low, high, config
 
     @torch.inference_mode()
     def __call__(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:

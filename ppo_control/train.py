@@ -135,9 +135,7 @@ def _periodic_eval(ts: TrainState, prev_step: int) -> float:
     if ts.rollout.global_step // k == prev_step // k:
         return float("nan")
     pol = Policy(ts.policy, ts.obs_norm, ts.envs.action_low, ts.envs.action_high, ts.cfg)
-    res = evaluate(pol, ts.cfg.env_id, ts.cfg.eval_interval_episodes, seed=ts.cfg.seed + 20_000)
-    ts.policy.train()
-    return res["mean_return"]
+    return evaluate(pol, ts.cfg.env_id, ts.cfg.eval_interval_episodes, seed=ts.cfg.seed + 20_000)["mean_return"]
 
 
 def _last_return(ts: TrainState) -> float:
