@@ -17,6 +17,9 @@ from ppo_control.config import Config, ConfigError, make_config
     (dict(algo="sac"), "not one of"),
     (dict(device="tpu"), "device must be"),
     (dict(hidden_sizes=(64, 0)), "hidden_sizes"),
+    (dict(env_threads=-1), "env_threads must be >= 0"),
+    (dict(eval_interval=-5), "eval_interval must be >= 0"),
+    (dict(eval_interval_episodes=0), "eval_interval_episodes >= 1"),
 ])
 def test_invalid_configs_say_what_to_change(kw, msg):
     with pytest.raises(ConfigError, match=msg):
@@ -45,3 +48,9 @@ def test_grpo_defaults_to_one_group_of_envs_and_swimmer_gamma():
     assert make_config("default", algo="grpo", group_size=8).num_envs == 8
     assert make_config("default", env_id="Swimmer-v5").gamma == 0.9999
     assert make_config("classic", env_id="Swimmer-v5").gamma == 0.99
+
+
+def test_fast_preset():
+    c = make_config("fast")
+    assert (c.num_envs, c.num_steps, c.num_minibatches, c.lr, c.vectorization) == (64, 64, 8, 1e-3, "batched")
+    assert c.minibatch_size == 512
