@@ -9,13 +9,12 @@ One iteration:
 """
 from __future__ import annotations
 
-import copy
 
 import numpy as np
 import torch
 
 from .advantages import group_relative
-from .rollout import collect_groups
+from .rollout import FLAT_FIELDS, collect_groups
 from .update import update
 
 POOL_SIZE = 2048          # visited start states kept (FIFO)
@@ -45,7 +44,7 @@ def iteration(ts) -> dict:
     cfg, envs = ts.cfg, ts.envs
     G, N = cfg.group_size, cfg.num_envs
     K, H = N // G, _max_len(ts)
-    parts, gstats, env_steps, used_steps = [], [], 0, 0
+    parts, stds, zeros, returns, lengths, env_steps = [], [], [], [], [], 0
     for _ in range(cfg.groups_per_iter):
         starts, fresh = _start_states(ts, K)
         obs0 = envs.set_snapshots([starts[i // G] for i in range(N)], restore_rng=False)
@@ -62,25 +61,28 @@ def iteration(ts) -> dict:
         # whole episodes (fresh start, ended by the env, not by the horizon) feed charts/episodic_return
         full = gr.ended & np.repeat(fresh, G)
         ts.rollout.episodes.extend((float(r), int(n)) for r, n, f in zip(gr.returns, gr.lengths, full) if f)
-        gstats.append((gstd, zero, gr.returns.reshape(K, G), gr.lengths.reshape(K, G)))
+        stds.append(gstd)
+        zeros.append(zero)
+        returns.append(gr.returns)
+        lengths.append(gr.lengths)
         env_steps += gr.env_steps
-        used_steps += int(gr.lengths.sum())
+    returns, lengths = np.concatenate(returns), np.concatenate(lengths)
+    used_steps = int(lengths.sum())
     data = _merge(parts, len(parts) * N)
     stats = update(ts.policy, None, ts.optimizer, data, cfg, ts.generator, norm_adv=False)
     ts.rollout.global_step += used_steps
     if cfg.ref_update_every and (ts.iteration + 1) % cfg.ref_update_every == 0:
-        ts.ref_policy.load_state_dict(copy.deepcopy(ts.policy.state_dict()))
-    gstd = torch.cat([g[0] for g in gstats])
-    zero = torch.cat([g[1] for g in gstats])
-    lens = np.concatenate([g[3].sum(1) for g in gstats]).astype(np.float64)
+        ts.ref_policy.load_state_dict(ts.policy.state_dict())  # copies the values
+    gstd, zero = torch.cat(stds), torch.cat(zeros)
+    group_steps = lengths.reshape(-1, G).sum(1).astype(np.float64)
     stats.update({
         "grpo/group_return_std": float(gstd.mean()),
         "grpo/zero_signal_frac": float(zero.float().mean()),
         "grpo/adv_abs_mean": float(data["advantages"].abs().mean()),
         "grpo/adv_std": float(data["advantages"].std()) if data["advantages"].numel() > 1 else 0.0,
-        "grpo/group_return_mean": float(np.mean([g[2].mean() for g in gstats])),
-        "grpo/member_len_mean": float(np.mean([g[3].mean() for g in gstats])),
-        "grpo/group_step_share_max": float(lens.max() / lens.sum()) if lens.sum() else 0.0,
+        "grpo/group_return_mean": float(returns.mean()),
+        "grpo/member_len_mean": float(lengths.mean()),
+        "grpo/group_step_share_max": float(group_steps.max() / used_steps) if used_steps else 0.0,
         "grpo/wasted_step_frac": 1.0 - used_steps / max(env_steps, 1),
         "charts/steps_this_iter": used_steps,
     })
@@ -96,8 +98,4 @@ def _merge(parts, members: int) -> dict:
         for k, v in b.flat().items():
             if v is not None:
                 out.setdefault(k, []).append(v)
-    data = {k: torch.cat(v) for k, v in out.items()}
-    for k in ("values", "returns"):
-        data.setdefault(k, None)
-    data.setdefault("ref_logprobs", None)
-    return data
+    return {k: torch.cat(out[k]) if k in out else None for k in FLAT_FIELDS}

@@ -13,6 +13,10 @@ from .networks import GaussianPolicy, ValueNet
 from .normalize import ObsNormalizer, RewardScaler
 
 
+# the per-step tensors ``update`` reads (those a variant lacks are None)
+FLAT_FIELDS = ("obs", "actions", "logprobs", "values", "advantages", "returns", "weights", "ref_logprobs")
+
+
 @dataclass
 class Batch:
     """One iteration's data. Shapes: ``[T, N, ...]`` (time, env) until ``flat()``.
@@ -37,9 +41,8 @@ class Batch:
 
     def flat(self) -> dict:
         """Tensors needed by ``update``, flattened to ``[B]`` (masked steps dropped)."""
-        names = ("obs", "actions", "logprobs", "values", "advantages", "returns", "weights", "ref_logprobs")
         out = {}
-        for n in names:
+        for n in FLAT_FIELDS:
             x = getattr(self, n)
             if x is None:
                 out[n] = None
