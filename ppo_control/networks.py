@@ -66,13 +66,35 @@ class GaussianPolicy(nn.Module):
         The closed forms of ``self.dist(obs).log_prob/entropy`` (equal to float precision,
         tested), without the distribution objects' overhead in the hot update loop.
         """
-        mean = self.mean_net(obs)
+        return self.head_log_prob_entropy(self.mean_net(obs), actions)
+
+    def head_log_prob_entropy(self, mean: torch.Tensor, actions: torch.Tensor):
+        """The same from the mean net's output ``mean`` [B, act_dim] (used by the update loop,
+        which runs the MLP body itself, see ``backprop.py``)."""
         log_std = self.log_std.clamp(self.log_std_min, self.log_std_max)
         z = (actions - mean) * torch.exp(-log_std)
         k = mean.shape[-1]
         logp = -0.5 * (z * z).sum(-1) - log_std.sum() - 0.5 * k * _LOG_2PI
         ent = (0.5 + 0.5 * _LOG_2PI + log_std).sum().expand(mean.shape[0])
         return logp, ent
+
+    @torch.no_grad()
+    def head_log_prob_grads(self, mean: torch.Tensor, actions: torch.Tensor):
+        """The closed form with its derivatives, for the update loop's hand-written backward.
+
+        mean, actions ``[B, act_dim]`` -> ``(logp [B], entropy (scalar, the same for every
+        sample), dlogp/dmean [B, act_dim], dlogp/dlog_std [B, act_dim], clamp mask [act_dim])``,
+        where the mask is 1 where ``log_std`` lies inside its clamp range (autograd's rule).
+        """
+        ls = self.log_std
+        log_std = ls.clamp(self.log_std_min, self.log_std_max)
+        inv_std = torch.exp(-log_std)
+        z = (actions - mean) * inv_std
+        k = mean.shape[-1]
+        logp = -0.5 * (z * z).sum(-1) - (log_std.sum() + 0.5 * k * _LOG_2PI)
+        ent = (0.5 + 0.5 * _LOG_2PI + log_std).sum()
+        mask = (ls >= self.log_std_min) & (ls <= self.log_std_max)
+        return logp, ent, z * inv_std, z * z - 1.0, mask
 
 
 class ValueNet(nn.Module):

@@ -17,6 +17,14 @@ import torch
 from torch import nn
 
 
+def _offsets(params) -> List[int]:
+    out, o = [], 0
+    for p in params:
+        out.append(o)
+        o += p.numel()
+    return out
+
+
 class FlatAdam:
     """Adam for the parameters of ``modules`` (a list of networks, each clipped separately).
 
@@ -39,6 +47,9 @@ class FlatAdam:
             self.segments.append((start, offset))
             start = offset
         self.grad = torch.zeros_like(self.flat)
+        # id(param) -> its slot in self.grad, for code that writes gradients directly (backprop.py)
+        self.grad_of = {id(p): self.grad[o:o + p.numel()].view_as(p)
+                        for p, o in zip(self.params, _offsets(self.params))}
         self.exp_avg = torch.zeros_like(self.flat)
         self.exp_avg_sq = torch.zeros_like(self.flat)
         self.step_count = 0

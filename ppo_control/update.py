@@ -6,13 +6,15 @@ in the data (GRPO's 1/(G*len_i) averaging), ``ref_logprobs`` with
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
 import torch
 from torch import nn
 
 from .config import Config
-from .losses import clipped_surrogate, dual_clip_active, kl_k3, value_loss, weighted_mean
+from .backprop import ManualMLP
+from .losses import (clipped_surrogate, clipped_surrogate_grad, dual_clip_active, kl_k3, kl_k3_grad, mean_weights,
+                     value_loss, value_loss_grad, weighted_mean)
 from .networks import GaussianPolicy, ValueNet
 from .optim import FlatAdam
 
@@ -24,72 +26,115 @@ class NonFiniteError(FloatingPointError):
 def _normalise(adv: torch.Tensor) -> torch.Tensor:
     if adv.numel() < 2:
         return adv
-    return (adv - adv.mean()) / (adv.std() + 1e-8)
+    std, mean = torch.std_mean(adv)
+    return (adv - mean) / (std + 1e-8)
+
+
+def _pack(data: dict, keys: List[str]):
+    """Concatenate the batch's fields into one ``[B, F]`` table (so a shuffle is one gather)
+    and return it with each field's column slice (2-D fields) or column index (1-D fields)."""
+    cols, parts, c = {}, [], 0
+    for key in keys:
+        x = data[key]
+        if x.dim() == 1:
+            cols[key], c = c, c + 1
+            parts.append(x[:, None])
+        else:
+            cols[key], c = slice(c, c + x.shape[1]), c + x.shape[1]
+            parts.append(x)
+    return torch.cat(parts, 1), cols
 
 
 def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: FlatAdam,
            data: dict, cfg: Config, generator: torch.Generator, norm_adv: bool) -> dict:
     """Optimise on one batch. ``data`` holds flat ``[B, ...]`` tensors (see ``Batch.flat``).
 
-    Returns the mean of each statistic over the minibatches that ran.
+    Per minibatch: the MLPs forward (``backprop.ManualMLP``), the loss terms of
+    ``losses.py`` and their derivatives, the MLPs backward into the optimizer's flat
+    gradient buffer, per-network clipping, Adam.  No autograd graph is built; the gradient
+    equals ``loss.backward()`` on
+
+        loss = weighted_mean(clipped_surrogate) - ent_coef * entropy
+               [+ vf_coef * mean(value_loss)]  [+ kl_coef * weighted_mean(kl_k3)]
+
+    (tests/test_backprop.py).  Returns the mean of each statistic over the minibatches that ran.
     """
-    obs, act, old_logp, adv = data["obs"], data["actions"], data["logprobs"], data["advantages"]
-    w, ref_logp = data.get("weights"), data.get("ref_logprobs")
-    B = obs.shape[0]
+    keys = ["obs", "actions", "logprobs", "advantages"]
+    keys += [k for k in ("weights", "ref_logprobs") if data.get(k) is not None]
+    keys += ["returns", "values"] if critic is not None else []
+    table, col = _pack(data, keys)
+    actor = ManualMLP(policy.mean_net, optimizer.grad_of)
+    value_net = None if critic is None else ManualMLP(critic.net, optimizer.grad_of)
+    log_std_grad = optimizer.grad_of[id(policy.log_std)]
+    has_w, has_ref = "weights" in col, "ref_logprobs" in col
+    B = table.shape[0]
     n_mb = min(cfg.num_minibatches, B)
-    mb = B // n_mb
-    sums, count, stop = {}, 0, False
+    b = B // n_mb
+    vclip = cfg.clip_coef if cfg.clip_vloss else None
+    names = ["losses/policy_loss", "losses/entropy"] + (["losses/value_loss"] if critic is not None else []) \
+        + (["grpo/kl_ref"] if has_ref else [])
+    max_mb = cfg.update_epochs * n_mb
+    stat_buf = torch.zeros(max_mb, len(names), device=table.device)
+    logratio_buf = torch.zeros(max_mb, b, device=table.device)
+    adv_buf = torch.zeros(max_mb, b, device=table.device) if cfg.dual_clip is not None else None
+    count, stop = 0, False
     for epoch in range(cfg.update_epochs):
-        perm = torch.randperm(B, generator=generator).to(obs.device)
+        shuffled = table[torch.randperm(B, generator=generator).to(table.device)]
         for k in range(n_mb):
-            idx = perm[k * mb:(k + 1) * mb]
-            logp, ent = policy.log_prob_entropy(obs[idx], act[idx])
-            logratio = logp - old_logp[idx]
+            rows = shuffled[k * b:(k + 1) * b]
+            obs = rows[:, col["obs"]]
+            mean = actor.forward(obs)
+            logp, ent, dlogp_dmean, dlogp_dls, ls_mask = policy.head_log_prob_grads(mean, rows[:, col["actions"]])
+            logratio = logp - rows[:, col["logprobs"]]
             ratio = logratio.exp()
-            a = adv[idx]
+            a = rows[:, col["advantages"]]
             if norm_adv:
                 a = _normalise(a)
-            wi = None if w is None else w[idx]
-            pg = weighted_mean(clipped_surrogate(ratio, a, cfg.clip_coef, cfg.dual_clip), wi)
-            entropy = weighted_mean(ent, wi)
-            loss = pg - cfg.ent_coef * entropy
-            s = {"losses/policy_loss": pg.detach(), "losses/entropy": entropy.detach()}
+            w = rows[:, col["weights"]] if has_w else None
+            wn = mean_weights(w, b)
+            pg = weighted_mean(clipped_surrogate(ratio, a, cfg.clip_coef, cfg.dual_clip), w)
+            g_logp = clipped_surrogate_grad(ratio, a, cfg.clip_coef, cfg.dual_clip) * ratio
+            loss = pg - cfg.ent_coef * ent
+            stats = [pg, ent]
             if critic is not None:
-                v = critic(obs[idx])
-                vl = value_loss(v, data["returns"][idx], data["values"][idx],
-                                cfg.clip_coef if cfg.clip_vloss else None).mean()
+                v = value_net.forward(obs).squeeze(-1)
+                ret, old_v = rows[:, col["returns"]], rows[:, col["values"]]
+                vl = value_loss(v, ret, old_v, vclip).mean()
                 loss = loss + cfg.vf_coef * vl
-                s["losses/value_loss"] = vl.detach()
-            if ref_logp is not None:
-                kl_ref = weighted_mean(kl_k3(logp, ref_logp[idx]), wi)
+                stats.append(vl)
+            if has_ref:
+                ref = rows[:, col["ref_logprobs"]]
+                kl = weighted_mean(kl_k3(logp, ref), w)
+                stats.append(kl)
                 if cfg.kl_coef > 0:
-                    loss = loss + cfg.kl_coef * kl_ref
-                s["grpo/kl_ref"] = kl_ref.detach()
+                    loss = loss + cfg.kl_coef * kl
+                    g_logp = g_logp + cfg.kl_coef * kl_k3_grad(logp, ref)
             if not torch.isfinite(loss):
                 raise NonFiniteError(f"non-finite loss {loss.item()} in epoch {epoch}, minibatch {k}")
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.gather_grads()
+            g_logp = g_logp * wn
+            torch.mul(g_logp @ dlogp_dls - cfg.ent_coef, ls_mask, out=log_std_grad)
+            actor.backward(dlogp_dmean * g_logp[:, None])
+            if value_net is not None:
+                value_net.backward((value_loss_grad(v, ret, old_v, vclip) * (cfg.vf_coef / b))[:, None])
             optimizer.clip_grad_norm_(cfg.max_grad_norm)  # policy and critic each on their own
             optimizer.step()
-            with torch.no_grad():
-                approx_kl = ((ratio - 1.0) - logratio).mean()
-                s["losses/approx_kl"] = approx_kl
-                s["losses/clipfrac"] = ((ratio - 1.0).abs() > cfg.clip_coef).float().mean()
-                if cfg.dual_clip is not None:
-                    s["losses/dual_clip_frac"] = dual_clip_active(ratio, a, cfg.clip_coef,
-                                                                  cfg.dual_clip).float().mean()
-                else:
-                    s["losses/dual_clip_frac"] = torch.zeros(())
-            for key, val in s.items():
-                sums[key] = sums.get(key, 0.0) + val
+            stat_buf[count] = torch.stack(stats)
+            logratio_buf[count] = logratio
+            if adv_buf is not None:
+                adv_buf[count] = a
             count += 1
-            if cfg.target_kl is not None and approx_kl.item() > cfg.target_kl:
+            if cfg.target_kl is not None and float(((ratio - 1.0) - logratio).mean()) > cfg.target_kl:
                 stop = True
                 break
         if stop:
             break
-    out = {k: float(v) / count for k, v in sums.items()}
+    out = dict(zip(names, stat_buf[:count].mean(0).tolist()))
+    lr_ = logratio_buf[:count]
+    ratio = lr_.exp()
+    out["losses/approx_kl"] = float(((ratio - 1.0) - lr_).mean())  # k3 estimate of KL(old || new)
+    out["losses/clipfrac"] = float(((ratio - 1.0).abs() > cfg.clip_coef).float().mean())
+    out["losses/dual_clip_frac"] = 0.0 if adv_buf is None else float(
+        dual_clip_active(ratio, adv_buf[:count], cfg.clip_coef, cfg.dual_clip).float().mean())
     out["losses/epochs"] = epoch + 1
     out["losses/early_stop"] = float(stop)
     return out
