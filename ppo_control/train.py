@@ -169,15 +169,23 @@ def _new_run_dir(cfg: Config) -> Path:
 
 @contextmanager
 def sigterm_as_interrupt():
-    """SIGTERM (``kill``, a scheduler's stop) raises KeyboardInterrupt, so it saves/stops like Ctrl-C."""
+    """SIGTERM (``kill``, a scheduler's stop) raises KeyboardInterrupt, so it saves/stops like Ctrl-C.
+
+    So does SIGINT where it arrives ignored: a shell starts background jobs (``cmd &``) with
+    SIGINT ignored, and then ``kill -INT`` / ``pkill -INT`` would otherwise do nothing.
+    """
     def handler(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
+    sigs = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        sigs.append(signal.SIGINT)
     try:
-        old = signal.signal(signal.SIGTERM, handler)
+        old = {sig: signal.signal(sig, handler) for sig in sigs}
     except ValueError:  # not in the main thread
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for sig, h in old.items():
+            signal.signal(sig, h)

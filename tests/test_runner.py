@@ -94,7 +94,8 @@ def test_skip_resume_and_failure_on_real_runs(tmp_path, monkeypatch):
     assert job_action(cfg) == ("skip", None)
 
 
-def test_ctrl_c_on_the_runner_leaves_a_resumable_checkpoint(tmp_path):
+@pytest.mark.parametrize("sigint", ["default_int_handler", "SIG_IGN"])  # a terminal; a shell's `cmd &`
+def test_ctrl_c_on_the_runner_leaves_a_resumable_checkpoint(tmp_path, sigint):
     kw = dict(TINY, total_steps=10_000_000, checkpoint_every=100_000)  # only the interrupt path saves
     script = tmp_path / "go.py"
     script.write_text(textwrap.dedent(f"""
@@ -102,7 +103,7 @@ def test_ctrl_c_on_the_runner_leaves_a_resumable_checkpoint(tmp_path):
         from ppo_control.config import make_config
         from ppo_control.runner import run_jobs
         if __name__ == "__main__":
-            signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+            signal.signal(signal.SIGINT, signal.{sigint})
             try:
                 run_jobs([("long", make_config("default", **{kw!r}))], sys.argv[1], workers=1)
             except KeyboardInterrupt:
