@@ -101,11 +101,14 @@ def _iteration(ts: TrainState) -> dict:
     if cfg.algo == "grpo":
         from . import grpo
         return grpo.iteration(ts)
+    t0 = time.perf_counter()
     batch = collect_steps(ts.envs, ts.policy, ts.critic, ts.obs_norm, ts.rew_scaler, ts.rollout,
                           cfg.num_steps, ts.device, ts.np_rng)
     batch.advantages, batch.returns = gae(batch.rewards, batch.values, batch.next_values, batch.terminated,
                                           batch.truncated, cfg.gamma, cfg.gae_lambda)
+    t1 = time.perf_counter()
     stats = update(ts.policy, ts.critic, ts.optimizer, batch.flat(), cfg, ts.generator, cfg.norm_adv)
+    stats["time/collect_s"], stats["time/update_s"] = t1 - t0, time.perf_counter() - t1  # where the time goes
     y, v = batch.returns.flatten(), batch.values.flatten()
     var_y = torch.var(y)
     stats["losses/explained_variance"] = float("nan") if var_y == 0 else float(1 - torch.var(y - v) / var_y)

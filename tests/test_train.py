@@ -44,6 +44,9 @@ def test_outputs_and_checkpoint_round_trip(tiny, tmp_path):
                 "losses/entropy", "losses/approx_kl", "losses/clipfrac", "losses/explained_variance",
                 "losses/dual_clip_frac", "policy/std_mean"):
         assert key in rows[-1], key
+    t = rows[-1]  # where the iteration's time went: both phases timed, together within the wall time
+    assert t["time/collect_s"] > 0 and t["time/update_s"] > 0
+    assert t["time/collect_s"] + t["time/update_s"] <= t["wall_time"]  # seconds, inside the run's clock
     st = load_checkpoint(run)
     assert st["global_step"] == 256 and st["iteration"] == 2
     pol = load_policy(run)
