@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate every committed table and figure in results/ from the run directories
-# (made by benchmarks/ppo_classic_1m.sh, benchmarks/ppo_fast_1m.sh, benchmarks/grpo_vs_ppo.sh).
+# (made by benchmarks/ppo_classic_1m.sh, benchmarks/ppo_fast_1m.sh, benchmarks/grpo_vs_ppo.sh,
+# benchmarks/mujoco_suite.py and benchmarks/lambda_ent_sweep.sh). Runs nothing but plotting.
 set -eu
 R=results/runs
 ppo-control plot $R/ppo_classic_1m --out results/ppo_classic_1m.png
@@ -10,3 +11,12 @@ ppo-control plot $R/ppo_fast_1m $R/grpo_reset_1m $R/grpo_visited_1m --group-by a
     --curve eval/return --metric eval_return --out results/grpo_vs_ppo.png
 # ablation that chose the fast preset's lr (same batch shape, lr 3e-4 vs 1e-3)
 ppo-control plot $R/ppo_fast_lr3e-4_1m $R/ppo_fast_1m --group-by lr --out results/ppo_fast_lr_ablation.png
+# the MuJoCo suite (default preset): table, curves vs steps and vs wall time
+python benchmarks/mujoco_suite.py --report-only
+# GAE lambda x entropy coefficient sweeps: curves per cell and a heatmap of the final return
+for env in hopper halfcheetah; do
+  if [ -d $R/${env}_lambda_ent ]; then
+    ppo-control plot $R/${env}_lambda_ent --group-by gae_lambda ent_coef \
+        --heatmap gae_lambda ent_coef --out results/lambda_ent/${env}.png
+  fi
+done
