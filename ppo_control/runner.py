@@ -16,8 +16,8 @@ dies (a shared pool is "broken" for every job when any worker dies). A failure w
 as one SIGINT to each job, which takes train's own interrupt path (checkpoint saved), so the
 same command run again resumes.
 
-Ray backend: the same ``run_job`` as a Ray task per job on an existing or a local cluster;
-``out_dir`` must then be on a file system every node sees.
+Ray backend (``ray_backend.py``): the same ``run_job`` as a Ray task per job on an existing or a
+local cluster; ``out_dir`` must then be on a file system every node sees.
 """
 from __future__ import annotations
 
@@ -210,7 +210,10 @@ def run_jobs(jobs: Sequence[Tuple[str, Config]], out_dir, workers: Optional[int]
         workers = workers or default_workers(todo)
         echo(f"runner: {len(todo)} of {len(cfgs)} jobs to run ({backend}, "
              f"{workers if backend == 'local' else 'cluster'} at a time); log: {log.path}")
-        run = _run_local if backend == "local" else _run_ray
+        if backend == "local":
+            run = _run_local
+        else:
+            from .ray_backend import run_ray as run
         with sigterm_as_interrupt():
             for r in run(todo, workers, ray_address, log):
                 results[r.run_name] = r
@@ -301,47 +304,6 @@ def _stop_local(running: dict, log: _Log) -> None:
         log.record(_local_result(fut, cfg, t0, action, stopping=True))
     for cfg, pool, _, _ in running.values():
         pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _run_ray(cfgs: Sequence[Config], workers: int, ray_address: Optional[str], log: _Log) -> List[JobResult]:
-    try:
-        import ray
-    except ImportError:
-        raise RuntimeError("--backend ray needs Ray, an optional extra: pip install 'ppo_control[ray]' "
-                           "(or pip install ray)") from None
-    if not ray.is_initialized():
-        ray.init(address=ray_address)  # None: RAY_ADDRESS if set, else a new local cluster
-    # max_retries re-runs a task whose worker or node died; run_job then resumes from the checkpoint
-    task = ray.remote(run_job)
-    refs = {task.options(num_cpus=job_cost(c), max_retries=2, name=c.run_name).remote(c.to_dict()):
-            (c, time.time(), job_action(c)[0]) for c in cfgs}
-    out = []
-    try:
-        while refs:
-            done, _ = ray.wait(list(refs), num_returns=1)
-            for ref in done:
-                out.append(log.record(_ray_result(ray, ref, *refs.pop(ref))))
-    except KeyboardInterrupt:
-        log.echo(f"runner: cancelling {len(refs)} Ray task(s); running ones save a checkpoint ...")
-        for ref in refs:
-            ray.cancel(ref)  # not forced: raises KeyboardInterrupt inside the task, so train checkpoints
-        done, _ = ray.wait(list(refs), num_returns=len(refs), timeout=STOP_GRACE_S)
-        for ref in done:
-            log.record(_ray_result(ray, ref, *refs[ref]))
-        raise
-    return out
-
-
-def _ray_result(ray, ref, cfg: Config, t0: float, action: str) -> JobResult:
-    run_dir = Path(cfg.out_dir) / cfg.run_name
-    try:
-        return JobResult(**ray.get(ref))
-    except ray.exceptions.TaskCancelledError:
-        return JobResult(cfg.run_name, str(run_dir), action, "interrupted", time.time() - t0)
-    except ray.exceptions.RayError as e:
-        error = f"Ray could not run this job: {type(e).__name__}: {e}\n"
-        write_error(run_dir, error)
-        return JobResult(cfg.run_name, str(run_dir), action, "failed", time.time() - t0, error)
 
 
 def add_runner_args(p) -> None:
