@@ -1,6 +1,7 @@
 """Wall time and final return for 1M steps of one env, classic vs fast preset, back to back.
 
     python benchmarks/wall_1m.py [--env-id HalfCheetah-v5] [--seed 1] [--presets classic fast]
+    python benchmarks/wall_1m.py --env-id Hopper-v5 --presets classic default --out results/speed/wall_1m_hopper
 
 Writes results/speed/wall_1m.{md,json} with the command, commit, machine, versions and load.
 """
@@ -37,7 +38,7 @@ def main() -> None:
             rows.append({"preset": preset, "end_to_end_s": time.perf_counter() - t0, "train_wall_s": s["wall_time"],
                          "SPS": s["SPS"], "final_return": s["final_return"], "eval_return": s["eval_return"]})
             print(rows[-1], flush=True)
-    md = [f"# 1M steps of {a.env_id}: classic vs fast preset (seed {a.seed})\n",
+    md = [f"# {a.total_steps:,} steps of {a.env_id}: {' vs '.join(a.presets)} preset (seed {a.seed})\n",
           f"Command: `{' '.join(['python'] + sys.argv)}`  ",
           f"Commit: `{info['commit']}` (dirty: {info['dirty']})  ",
           f"Machine: {info['cpu']}, {info['cores']} cores; load average {load_before} before, "
