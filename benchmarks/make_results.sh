@@ -20,3 +20,9 @@ for env in hopper halfcheetah; do
         --heatmap gae_lambda ent_coef --out results/lambda_ent/${env}.png
   fi
 done
+# the measurements behind the fast preset's Hopper-v5 exception (config.ENV_OVERRIDES):
+# classic, the default batch shape, and three large-batch settings (made by the commands in
+# results/fast_hopper_tune.md's footer and benchmarks/ppo_fast_1m.sh / lambda_ent_sweep.sh)
+ppo-control plot $R/ppo_classic_1m/Hopper-v5__classic__s{1,2} $R/ppo_fast_1m/Hopper-v5__ppo__s{1,2,3} \
+    $R/fast_hopper_tune "$R/hopper_lambda_ent/Hopper-v5__gae_lambda=0.95__ent_coef=0__s"{1,2,3} \
+    --group-by num_envs num_steps num_minibatches lr --out results/fast_hopper_tune.png

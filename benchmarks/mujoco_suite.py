@@ -35,8 +35,8 @@ from ppo_control.config import PRESETS, make_config
 from ppo_control.plotting import plot_panels
 from ppo_control.runner import add_runner_args, report, run_jobs
 
-# Per-environment settings on top of --preset (and of config.ENV_OVERRIDES, which the 'default'
-# preset applies, e.g. Swimmer's gamma). 1M steps everywhere, the budget of Schulman et al. (2017)
+# Per-environment settings on top of --preset (and of config.ENV_OVERRIDES, the measured per-env
+# adjustments of each preset, e.g. Swimmer's gamma in 'default'). 1M steps everywhere, the budget of Schulman et al. (2017)
 # and of most public PPO tables, so numbers compare with published ones. Ant and Humanoid are
 # still improving at 1M: run them longer under their own --tag for asymptotic returns.
 SUITE = {

@@ -54,3 +54,7 @@ def test_fast_preset():
     c = make_config("fast")
     assert (c.num_envs, c.num_steps, c.num_minibatches, c.lr, c.vectorization) == (64, 64, 8, 1e-3, "batched")
     assert c.minibatch_size == 512
+    h = make_config("fast", env_id="Hopper-v5")  # the measured per-env exception, overridable as usual
+    assert (h.num_envs, h.num_steps, h.num_minibatches, h.lr) == (4, 512, 32, 3e-4)
+    assert make_config("fast", env_id="Hopper-v5", lr=1e-3).lr == 1e-3
+    assert make_config("classic", env_id="Hopper-v5").num_envs == 1
