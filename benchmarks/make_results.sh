@@ -26,3 +26,6 @@ done
 ppo-control plot $R/ppo_classic_1m/Hopper-v5__classic__s{1,2} $R/ppo_fast_1m/Hopper-v5__ppo__s{1,2,3} \
     $R/fast_hopper_tune "$R/hopper_lambda_ent/Hopper-v5__gae_lambda=0.95__ent_coef=0__s"{1,2,3} \
     --group-by num_envs num_steps num_minibatches lr --out results/fast_hopper_tune.png
+# the fast preset on Walker2d-v5 and Ant-v5 against the default preset's suite runs
+ppo-control plot results/runs/ppo_fast_more_1m $R/mujoco_suite/ppo_default/Walker2d-v5__ppo__s{1,2,3} \
+    $R/mujoco_suite/ppo_default/Ant-v5__ppo__s{1,2,3} --group-by preset --out results/ppo_fast_vs_default.png
