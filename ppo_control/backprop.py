@@ -23,29 +23,18 @@ from torch import nn
 from .networks import ACTIVATIONS
 
 
-def _act_fn(act: nn.Module):
-    if isinstance(act, nn.Tanh):
-        return torch.tanh
-    if isinstance(act, nn.ReLU):
-        return torch.relu
-    if isinstance(act, nn.ELU):
-        return torch.nn.functional.elu
-    if isinstance(act, nn.SiLU):
-        return torch.nn.functional.silu
-    raise TypeError(f"no hand-written derivative for activation {type(act).__name__}; "
-                    f"use one of {sorted(ACTIVATIONS)}")
+def _silu_grad(pre: torch.Tensor, post: torch.Tensor) -> torch.Tensor:
+    s = torch.sigmoid(pre)                # d/dx x*sigmoid(x)
+    return s * (1.0 + pre * (1.0 - s))
 
 
-def _act_grad(act: nn.Module, pre: torch.Tensor, post: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """dL/d(pre-activation) from dL/d(post-activation) ``g`` (all ``[B, H]``)."""
-    if isinstance(act, nn.Tanh):
-        return g * (1.0 - post * post)
-    if isinstance(act, nn.ReLU):
-        return g * (pre > 0)
-    if isinstance(act, nn.ELU):           # alpha = 1: d/dx = 1 for x > 0, exp(x) = y + 1 otherwise
-        return torch.where(pre > 0, g, g * (post + 1.0))
-    s = torch.sigmoid(pre)                # SiLU: x * sigmoid(x)
-    return g * (s * (1.0 + pre * (1.0 - s)))
+# activation type -> (forward, d post / d pre as a function of (pre-activation, post-activation))
+_ACT = {
+    nn.Tanh: (torch.tanh, lambda pre, post: 1.0 - post * post),
+    nn.ReLU: (torch.relu, lambda pre, post: pre > 0),
+    nn.ELU: (torch.nn.functional.elu, lambda pre, post: torch.where(pre > 0, 1.0, post + 1.0)),  # alpha = 1
+    nn.SiLU: (torch.nn.functional.silu, _silu_grad),
+}
 
 
 class ManualMLP:
@@ -59,11 +48,13 @@ class ManualMLP:
     def __init__(self, seq: nn.Sequential, grad_of: Dict[int, torch.Tensor]):
         mods = list(seq)
         self.linears: List[nn.Linear] = mods[0::2]
-        self.acts: List[nn.Module] = mods[1::2]
-        if (not all(isinstance(m, nn.Linear) for m in self.linears)
-                or len(self.acts) != len(self.linears) - 1):
+        acts = mods[1::2]
+        if not all(isinstance(m, nn.Linear) for m in self.linears) or len(acts) != len(self.linears) - 1:
             raise TypeError("ManualMLP expects Linear, activation, ..., Linear")
-        self.fns = [_act_fn(a) for a in self.acts]
+        unknown = [type(a).__name__ for a in acts if type(a) not in _ACT]
+        if unknown:
+            raise TypeError(f"no hand-written derivative for activation {unknown[0]}; use one of {sorted(ACTIVATIONS)}")
+        self.fns, self.derivs = zip(*(_ACT[type(a)] for a in acts)) if acts else ((), ())
         self.grads: List[Tuple[torch.Tensor, torch.Tensor]] = [
             (grad_of[id(l.weight)], grad_of[id(l.bias)]) for l in self.linears]
         self._tape: list = []
@@ -92,5 +83,5 @@ class ManualMLP:
             torch.sum(g, 0, out=gb)
             if i == 0:
                 break
-            g = _act_grad(self.acts[i - 1], pre_in, h_in, g @ self.linears[i].weight)
+            g = (g @ self.linears[i].weight) * self.derivs[i - 1](pre_in, h_in)
         self._tape = []
