@@ -66,11 +66,7 @@ class GaussianPolicy(nn.Module):
         The closed forms of ``self.dist(obs).log_prob/entropy`` (equal to float precision,
         tested), without the distribution objects' overhead in the hot update loop.
         """
-        return self.head_log_prob_entropy(self.mean_net(obs), actions)
-
-    def head_log_prob_entropy(self, mean: torch.Tensor, actions: torch.Tensor):
-        """The same from the mean net's output ``mean`` [B, act_dim] (used by the update loop,
-        which runs the MLP body itself, see ``backprop.py``)."""
+        mean = self.mean_net(obs)
         log_std = self.log_std.clamp(self.log_std_min, self.log_std_max)
         z = (actions - mean) * torch.exp(-log_std)
         k = mean.shape[-1]
@@ -80,7 +76,8 @@ class GaussianPolicy(nn.Module):
 
     @torch.no_grad()
     def head_log_prob_grads(self, mean: torch.Tensor, actions: torch.Tensor):
-        """The closed form with its derivatives, for the update loop's hand-written backward.
+        """``log_prob_entropy`` from the mean net's output, with its derivatives, for the update
+        loop's hand-written backward (``backprop.py``).
 
         mean, actions ``[B, act_dim]`` -> ``(logp [B], entropy (scalar, the same for every
         sample), dlogp/dmean [B, act_dim], dlogp/dlog_std [B, act_dim], clamp mask [act_dim])``,

@@ -57,15 +57,6 @@ class FlatAdam:
         self.param_groups = [{"lr": lr}]
         assert self.flat.device == p0.device
 
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        for p in self.params:
-            p.grad = None
-
-    def gather_grads(self) -> None:
-        """Copy the parameters' gradients into the flat gradient buffer (one kernel)."""
-        torch.cat([p.grad.reshape(-1) if p.grad is not None else torch.zeros(p.numel(), device=p.device)
-                   for p in self.params], out=self.grad)
-
     def clip_grad_norm_(self, max_norm: float) -> List[torch.Tensor]:
         """Scale each network's gradient to norm <= max_norm (as ``nn.utils.clip_grad_norm_``)."""
         norms = []
@@ -78,7 +69,7 @@ class FlatAdam:
 
     @torch.no_grad()
     def step(self) -> None:
-        """One Adam step from ``self.grad`` (call ``gather_grads`` and optionally clip first)."""
+        """One Adam step from ``self.grad`` (filled through ``grad_of``, optionally clipped first)."""
         b1, b2 = self.betas
         self.step_count += 1
         lr = self.param_groups[0]["lr"]

@@ -6,6 +6,13 @@ from ppo_control.networks import GaussianPolicy, ValueNet
 from ppo_control.optim import FlatAdam
 
 
+def _fill_grads(flat: FlatAdam) -> None:
+    """Autograd's .grad of every parameter into the optimizer's flat gradient buffer."""
+    for p in flat.params:
+        flat.grad_of[id(p)].copy_(p.grad)
+        p.grad = None
+
+
 def test_flat_adam_matches_torch_adam_with_per_network_clipping():
     torch.manual_seed(0)
     pi, vf = GaussianPolicy(5, 2, (16, 16)), ValueNet(5, (16, 16))
@@ -15,13 +22,14 @@ def test_flat_adam_matches_torch_adam_with_per_network_clipping():
     for step in range(5):
         obs, act = torch.randn(32, 5), torch.randn(32, 2)
         for p_, v_, opt, is_flat in ((pi, vf, flat, True), (pi2, vf2, ref, False)):
-            opt.zero_grad()
+            if not is_flat:
+                opt.zero_grad()
             lp, _ = p_.log_prob_entropy(obs, act)
             loss = -(lp * torch.randn(32, generator=torch.Generator().manual_seed(step))).mean() \
                 + (v_(obs) ** 2).mean() * 10
             loss.backward()
             if is_flat:
-                flat.gather_grads()
+                _fill_grads(flat)
                 flat.clip_grad_norm_(0.5)
             else:
                 torch.nn.utils.clip_grad_norm_(pi2.parameters(), 0.5)
@@ -38,7 +46,7 @@ def test_state_dict_round_trip_and_lr():
     pi = GaussianPolicy(3, 1, (8,))
     opt = FlatAdam([pi], lr=1e-3)
     pi.log_prob_entropy(torch.randn(4, 3), torch.randn(4, 1))[0].sum().backward()
-    opt.gather_grads()
+    _fill_grads(opt)
     opt.step()
     st = opt.state_dict()
     opt2 = FlatAdam([GaussianPolicy(3, 1, (8,))], lr=5.0)
