@@ -9,7 +9,6 @@ One iteration:
 """
 from __future__ import annotations
 
-
 import numpy as np
 import torch
 

@@ -39,7 +39,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from .aggregate import OUTPUT_ONLY_FIELDS
 from .checkpoint import CHECKPOINT_NAME
 from .config import Config
-from .train import sigterm_as_interrupt
+from .train import stop_signals_as_interrupt
 
 LOG_NAME, ERROR_NAME = "runner.jsonl", "error.txt"
 BACKENDS = ("local", "ray")
@@ -214,7 +214,7 @@ def run_jobs(jobs: Sequence[Tuple[str, Config]], out_dir, workers: Optional[int]
             run = _run_local
         else:
             from .ray_backend import run_ray as run
-        with sigterm_as_interrupt():
+        with stop_signals_as_interrupt():
             for r in run(todo, workers, ray_address, log):
                 results[r.run_name] = r
     return [results[c.run_name] for c in cfgs]

@@ -52,7 +52,7 @@ def train(cfg: Optional[Config] = None, resume: Optional[str] = None) -> dict:
     bar = Progress(cfg.total_steps, ts.rollout.global_step, cfg.progress, f"{cfg.algo} {cfg.env_id}")
     good = ts.capture()  # last state known to be sound: what every exit path saves
     try:
-        with sigterm_as_interrupt():
+        with stop_signals_as_interrupt():
             while not _finished(ts):
                 t0 = time.perf_counter()
                 stats = _iteration(ts)
@@ -171,7 +171,7 @@ def _new_run_dir(cfg: Config) -> Path:
 
 
 @contextmanager
-def sigterm_as_interrupt():
+def stop_signals_as_interrupt():
     """SIGTERM (``kill``, a scheduler's stop) raises KeyboardInterrupt, so it saves/stops like Ctrl-C.
 
     So does SIGINT where it arrives ignored: a shell starts background jobs (``cmd &``) with
