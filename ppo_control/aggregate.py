@@ -23,13 +23,10 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .config import OUTPUT_ONLY_FIELDS
 from .metrics import JSONL_NAME, read_jsonl
 
 RETURN_KEY = "charts/episodic_return"
-# Fields that change where/how a run is written, never what it learns: two runs that differ
-# only in these are the same setting (used for grouping here and for conflict checks in runner).
-OUTPUT_ONLY_FIELDS = frozenset({"out_dir", "run_name", "progress", "tensorboard", "device", "torch_threads",
-                                "env_threads", "checkpoint_every"})
 IQM_MIN_SEEDS = 4
 
 

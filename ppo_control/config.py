@@ -11,6 +11,12 @@ from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 
+# Fields that change where/how a run is written, never what it learns: two runs that differ
+# only in these are the same setting (grouping in aggregation, conflict checks in the runner).
+OUTPUT_ONLY_FIELDS = frozenset({"out_dir", "run_name", "progress", "tensorboard", "device", "torch_threads",
+                                "env_threads", "checkpoint_every"})
+
+
 class ConfigError(ValueError):
     """A configuration value or combination that cannot run."""
 

@@ -36,9 +36,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from .aggregate import OUTPUT_ONLY_FIELDS
 from .checkpoint import CHECKPOINT_NAME
-from .config import Config
+from .config import OUTPUT_ONLY_FIELDS, Config
 from .train import stop_signals_as_interrupt
 
 LOG_NAME, ERROR_NAME = "runner.jsonl", "error.txt"
