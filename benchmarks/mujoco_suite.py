@@ -29,11 +29,12 @@ import sys
 import time
 from pathlib import Path
 
-from ppo_control.aggregate import load_runs, provenance, run_rows, summarize, write_csv, write_tables
-from ppo_control.cli import add_config_args
+from ppo_control.cliargs import add_config_args
 from ppo_control.config import PRESETS, make_config
-from ppo_control.plotting import plot_panels
-from ppo_control.runner import add_runner_args, report, run_jobs
+from ppo_control.experiments.aggregate import (load_runs, provenance, run_rows, summarize, write_csv,
+                                              write_tables)
+from ppo_control.experiments.plotting import plot_panels
+from ppo_control.experiments.runner import add_runner_args, report, run_jobs
 
 # Per-environment settings on top of --preset (and of config.ENV_OVERRIDES, the measured per-env
 # adjustments of each preset, e.g. Swimmer's gamma in 'default'). 1M steps everywhere, the budget of Schulman et al. (2017)

@@ -5,8 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from ppo_control.aggregate import (bootstrap_ci, curve_auc, format_value, group_runs, iqm, load_run, load_runs,
-                                   markdown_table, run_rows, seed_stats, summarize, varying_fields, write_tables)
+from ppo_control.experiments.aggregate import (bootstrap_ci, curve_auc, format_value, group_runs, iqm, load_run,
+                                               load_runs, markdown_table, run_rows, seed_stats, summarize,
+                                               varying_fields, write_tables)
 from rundirs import write_run
 
 

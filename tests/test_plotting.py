@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ppo_control.aggregate import load_runs
 from ppo_control.cli import main
+from ppo_control.experiments.aggregate import load_runs
+from ppo_control.experiments.plotting import (common_grid, heatmap_values, mean_band, plot_heatmap,
+                                              plot_learning_curves, resample, write_report)
 from rundirs import write_run
-from ppo_control.plotting import (common_grid, heatmap_values, mean_band, plot_heatmap, plot_learning_curves,
-                                  resample, write_report)
 
 
 def make_run(root, name, returns, finished=True, **cfg):

@@ -11,8 +11,9 @@ import pytest
 
 from ppo_control.checkpoint import load_checkpoint
 from ppo_control.config import make_config
+from ppo_control.experiments.jobs import LOG_NAME, job_action
+from ppo_control.experiments.runner import default_workers, prepare, run_jobs
 from ppo_control.metrics import MetricsLogger, read_jsonl
-from ppo_control.runner import LOG_NAME, default_workers, job_action, prepare, run_jobs
 from ppo_control.train import train
 
 TINY = dict(env_id="InvertedPendulum-v5", total_steps=256, num_envs=1, num_steps=64, num_minibatches=2,
@@ -101,7 +102,7 @@ def test_ctrl_c_on_the_runner_leaves_a_resumable_checkpoint(tmp_path, sigint):
     script.write_text(textwrap.dedent(f"""
         import signal, sys
         from ppo_control.config import make_config
-        from ppo_control.runner import run_jobs
+        from ppo_control.experiments.runner import run_jobs
         if __name__ == "__main__":
             signal.signal(signal.SIGINT, signal.{sigint})
             try:

@@ -3,7 +3,7 @@ import pytest
 
 from ppo_control.cli import build_parser, main
 from ppo_control.config import ConfigError
-from ppo_control.sweep import bench_jobs, expand_grid, parse_grid, parse_value
+from ppo_control.experiments.sweep import bench_jobs, expand_grid, parse_grid, parse_value
 
 
 def test_values_take_the_field_type():
@@ -114,7 +114,7 @@ def test_parser_registers_the_commands():
     "bench --envs Hopper-v5 Ant-v5 --algo ppo --total-steps 1000 --workers 2",
 ])
 def test_recorded_command_parses_back_to_the_same_options(argv):
-    from ppo_control.sweep import command_line
+    from ppo_control.experiments.sweep import command_line
     ns = build_parser().parse_args(argv.split())
     cmd = command_line(ns)
     assert cmd[:2] == ["ppo-control", ns.command]

@@ -1,4 +1,4 @@
-"""The runner's Ray backend: each job becomes a Ray task (``run_job``) on an existing or a local
+"""The runner's Ray backend: each job becomes a Ray task (``jobs.run_job``) on an existing or a local
 cluster.  ``out_dir`` must be on a file system every node sees.  Ray is an optional extra."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-from .config import Config
-from .runner import STOP_GRACE_S, JobResult, _Log, job_action, job_cost, run_job, write_error
+from ..config import Config
+from .jobs import STOP_GRACE_S, JobResult, _Log, job_action, job_cost, run_job, write_error
 
 
 def run_ray(cfgs: Sequence[Config], workers: int, ray_address: Optional[str], log: _Log) -> List[JobResult]:

@@ -11,49 +11,32 @@ a *conflict*: it is reported and left alone rather than silently resumed or skip
 
 Local backend: each job gets its own process (a one-worker ``ProcessPoolExecutor``, forkserver
 context), at most ``workers`` at a time: a clean process per run, and exact blame when one
-dies (a shared pool is "broken" for every job when any worker dies). A failure writes ``run_dir/error.txt`` and a line in
-``out_dir/runner.jsonl``; the other jobs go on. Ctrl-C / SIGTERM on the runner is forwarded
-as one SIGINT to each job, which takes train's own interrupt path (checkpoint saved), so the
-same command run again resumes.
+dies (a shared pool is "broken" for every job when any worker dies). A failure writes
+``run_dir/error.txt`` and a line in ``out_dir/runner.jsonl``; the other jobs go on. Ctrl-C /
+SIGTERM on the runner is forwarded as one SIGINT to each job, which takes train's own interrupt
+path (checkpoint saved), so the same command run again resumes.
 
 Ray backend (``ray_backend.py``): the same ``run_job`` as a Ray task per job on an existing or a
-local cluster; ``out_dir`` must then be on a file system every node sees.
+local cluster; ``out_dir`` must then be on a file system every node sees. The job itself (the
+decision above, the run, the log line) is ``jobs.py``, which both backends import and which
+imports neither.
 """
 from __future__ import annotations
 
-import dataclasses
-import json
 import multiprocessing
 import os
 import signal
 import time
-import traceback
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from .checkpoint import CHECKPOINT_NAME
-from .config import OUTPUT_ONLY_FIELDS, Config
-from .train import stop_signals_as_interrupt
+from ..config import Config
+from ..train import stop_signals_as_interrupt
+from .jobs import LOG_NAME, STOP_GRACE_S, JobResult, _Log, job_action, job_cost, run_job, write_error
 
-LOG_NAME, ERROR_NAME = "runner.jsonl", "error.txt"
 BACKENDS = ("local", "ray")
-STOP_GRACE_S = 120.0  # time a stopped job gets to write its checkpoint before it is killed
-
-
-@dataclass(frozen=True)
-class JobResult:
-    run_name: str
-    run_dir: str
-    action: str  # new | resume | skip | conflict
-    status: str  # finished | skipped | failed | interrupted | conflict
-    wall_time: float
-    error: Optional[str] = None
-    summary: Optional[dict] = None
 
 
 def prepare(jobs: Sequence[Tuple[str, Config]], out_dir) -> List[Config]:
@@ -74,110 +57,10 @@ def prepare(jobs: Sequence[Tuple[str, Config]], out_dir) -> List[Config]:
             for name, cfg in jobs]
 
 
-def config_differences(saved: dict, cfg: dict) -> List[str]:
-    """Fields (present in both, not output-only) whose values differ."""
-    return sorted(k for k in set(saved) & set(cfg) - OUTPUT_ONLY_FIELDS if saved[k] != cfg[k])
-
-
-def job_action(cfg: Config) -> Tuple[str, Optional[str]]:
-    """("skip" | "resume" | "new" | "conflict", why) for a prepared job, from its run directory."""
-    run_dir = Path(cfg.out_dir) / cfg.run_name
-    done, ckpt = (run_dir / "summary.json").exists(), (run_dir / CHECKPOINT_NAME).exists()
-    if (done or ckpt) and (run_dir / "config.json").exists():
-        saved = json.loads((run_dir / "config.json").read_text())["config"]
-        diff = config_differences(saved, cfg.to_dict())
-        if diff:
-            return "conflict", (f"{run_dir} holds a run whose config differs in {diff} "
-                                f"({', '.join(f'{k}: {saved[k]!r} there, {getattr(cfg, k)!r} here' for k in diff)}); "
-                                f"use another out_dir or delete that run")
-    return ("skip" if done else "resume" if ckpt else "new"), None
-
-
-def job_cost(cfg: Config) -> int:
-    """Cores one job keeps busy: its torch threads, or its env processes (async) or MuJoCo threads
-    (batched) if more (collection and updates alternate, so they do not add up)."""
-    envs = {"async": cfg.num_envs, "batched": max(1, cfg.env_threads)}.get(cfg.vectorization, 1)
-    return max(max(1, cfg.torch_threads), envs)
-
-
 def default_workers(cfgs: Sequence[Config]) -> int:
     """Concurrent jobs that fill the cores this process may use without oversubscribing them."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, cores // max([job_cost(c) for c in cfgs] or [1]))
-
-
-# The job, as run inside a worker process (local) or a Ray task ------------------------------
-
-_JOB = {"running": False, "stopping": False}
-
-
-def _worker_init() -> None:
-    # A local worker between start-up and its job has nothing to save: ignore stop signals there.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-
-
-def _on_stop_signal(signum, frame) -> None:
-    # One KeyboardInterrupt per job: a terminal Ctrl-C reaches this process directly and again
-    # forwarded by the runner, and the second must not cut the checkpoint save short.
-    if _JOB["running"] and not _JOB["stopping"]:
-        _JOB["stopping"] = True
-        raise KeyboardInterrupt(f"signal {signum}")
-
-
-@contextmanager
-def _stoppable():
-    """SIGINT/SIGTERM raise KeyboardInterrupt (once) in the job, whatever the inherited handlers.
-
-    Set explicitly because a process started in the background by a shell inherits SIGINT
-    ignored, and then neither the runner's forwarded SIGINT nor ``ray.cancel`` (which simulates
-    a SIGINT) would reach train's checkpoint-on-interrupt path.
-    """
-    _JOB.update(running=True, stopping=False)
-    old = {}
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                old[sig] = signal.signal(sig, _on_stop_signal)
-            except ValueError:  # not the main thread: keep what is there
-                pass
-        yield
-    finally:
-        _JOB["running"] = False
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-
-
-def run_job(cfg_dict: dict) -> dict:
-    """Run one prepared job here and now; returns a ``JobResult`` as a dict (picklable, Ray-safe).
-
-    Decides new/resume/skip from the run directory at start, so a retried or restarted job
-    resumes from whatever checkpoint the previous attempt left.
-    """
-    cfg = Config.from_dict(cfg_dict)
-    run_dir = Path(cfg.out_dir) / cfg.run_name
-    action, why = job_action(cfg)
-    t0 = time.time()
-    status, error, summary = {"skip": "skipped", "conflict": "conflict"}.get(action), why, None
-    if status is None:
-        try:
-            with _stoppable():
-                from .train import train
-                (run_dir / ERROR_NAME).unlink(missing_ok=True)
-                summary = train(resume=str(run_dir)) if action == "resume" else train(cfg)
-            status = "finished"
-        except KeyboardInterrupt:
-            status = "interrupted"
-        except Exception:
-            status, error = "failed", traceback.format_exc()
-            write_error(run_dir, error)
-    return dataclasses.asdict(JobResult(cfg.run_name, str(run_dir), action, status, time.time() - t0, error,
-                                        summary))
-
-
-def write_error(run_dir, text: str) -> None:
-    Path(run_dir).mkdir(parents=True, exist_ok=True)
-    (Path(run_dir) / ERROR_NAME).write_text(text)
 
 
 # The runner -----------------------------------------------------------------------------------
@@ -219,28 +102,6 @@ def run_jobs(jobs: Sequence[Tuple[str, Config]], out_dir, workers: Optional[int]
     return [results[c.run_name] for c in cfgs]
 
 
-class _Log:
-    """Appends each result to ``runner.jsonl`` and echoes a one-line status."""
-
-    def __init__(self, path: Path, total: int, echo: Callable[[str], None]):
-        self.path, self.total, self.echo, self.count = path, total, echo, 0
-
-    def record(self, r: JobResult) -> JobResult:
-        self.count += 1
-        line = dict(dataclasses.asdict(r), time=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-        line["summary"] = {k: r.summary.get(k) for k in ("final_return", "eval_return", "global_step",
-                                                         "wall_time")} if r.summary else None
-        with open(self.path, "a") as f:
-            f.write(json.dumps(line) + "\n")
-        extra = ""
-        if r.status == "finished" and r.summary:
-            extra = f" final_return={r.summary.get('final_return', float('nan')):.1f}"
-        elif r.error:
-            extra = " " + r.error.strip().splitlines()[-1][:200]
-        self.echo(f"[{self.count}/{self.total}] {r.status:<11} {r.run_name} ({r.action}, {r.wall_time:.0f} s){extra}")
-        return r
-
-
 def _run_local(cfgs: Sequence[Config], workers: int, ray_address, log: _Log) -> List[JobResult]:
     ctx = _mp_context()
     pending, running, out = deque(cfgs), {}, []
@@ -261,6 +122,12 @@ def _run_local(cfgs: Sequence[Config], workers: int, ray_address, log: _Log) -> 
     return out
 
 
+def _worker_init() -> None:
+    # A local worker between start-up and its job has nothing to save: ignore stop signals there.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def _mp_context():
     """forkserver with ppo_control preloaded, else spawn; never a plain fork of the runner.
 
@@ -271,7 +138,7 @@ def _mp_context():
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["ppo_control.runner", "ppo_control.train"])
+    ctx.set_forkserver_preload(["ppo_control.experiments.runner", "ppo_control.train"])
     return ctx
 
 

@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
+from ..cliargs import add_config_args
+from ..config import PRESETS, Config, ConfigError, make_config
 from .aggregate import format_value
-from .config import PRESETS, Config, ConfigError, make_config
 
 FIELDS: Dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(Config)}
 # Set by the sweep itself (seed via --seeds, names generated) or meaningless to sweep over.
@@ -147,7 +148,6 @@ def bench_jobs(preset: str, overrides: dict, envs: Sequence[str], seeds: Sequenc
 
 def add_parsers(sub) -> None:
     """Register ``sweep``, ``bench`` and ``plot`` on the ``ppo-control`` subparsers."""
-    from .cli import add_config_args
     from .plotting import X_AXES
     from .runner import add_runner_args
 

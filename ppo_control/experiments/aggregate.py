@@ -23,8 +23,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .config import OUTPUT_ONLY_FIELDS
-from .metrics import JSONL_NAME, read_jsonl
+from ..config import OUTPUT_ONLY_FIELDS
+from ..metrics import JSONL_NAME, read_jsonl
 
 RETURN_KEY = "charts/episodic_return"
 IQM_MIN_SEEDS = 4
@@ -92,7 +92,7 @@ def load_run(path, curve_key: str = RETURN_KEY) -> Run:
 def _config_defaults() -> dict:
     import dataclasses
 
-    from .config import Config
+    from ..config import Config
     return {f.name: (list(f.default) if isinstance(f.default, tuple) else f.default)
             for f in dataclasses.fields(Config)}
 
@@ -311,7 +311,7 @@ def provenance(command: Sequence[str], seeds: Optional[Sequence[int]] = None,
     """Command line, git commit, machine and versions (``runinfo.environment_info``), seeds, wall time."""
     import shlex
     from datetime import datetime, timezone
-    from .runinfo import environment_info
+    from ..runinfo import environment_info
     info = environment_info()
     prov = {"command": shlex.join(command), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "commit": info.get("commit"), "dirty": info.get("dirty"), "cpu": info.get("cpu"),
