@@ -28,7 +28,8 @@ def _int_tuple(s: str):
 
 
 _TYPES = {"int": int, "float": float, "str": str, "Optional[float]": _none_or(float),
-          "Optional[int]": _none_or(int), "Optional[str]": _none_or(str), "Tuple[int, ...]": _int_tuple}
+          "Optional[int]": _none_or(int), "Optional[str]": _none_or(str), "Tuple[int, ...]": _int_tuple,
+          "Optional[Tuple[int, ...]]": _none_or(_int_tuple)}
 
 
 def add_config_args(p: argparse.ArgumentParser, skip=("preset",)) -> None:

@@ -36,13 +36,13 @@ class Config:
     device: str = _f("auto", "torch device for the networks: cpu, cuda, cuda:N or auto")
     torch_threads: int = _f(1, "torch intra-op threads (0 = leave torch's default); 1 is fastest for small MLPs")
     # --- environments ------------------------------------------------------
-    num_envs: int = _f(1, "number of parallel environments")
+    num_envs: int = _f(4, "number of parallel environments")
     vectorization: str = _f("batched", "vector env backend: batched (native batched MuJoCo stepping, exact "
                                        "gymnasium parity; unsupported tasks fall back to sync), sync (one "
                                        "process) or async (one process per env)",
                             choices=("sync", "async", "batched"))
     env_threads: int = _f(0, "batched backend: MuJoCo thread-pool size (0 = all cores this process may use)")
-    num_steps: int = _f(2048, "PPO: steps collected per env per iteration (batch = num_envs * num_steps)")
+    num_steps: int = _f(512, "PPO: steps collected per env per iteration (batch = num_envs * num_steps)")
     # --- optimisation ------------------------------------------------------
     lr: float = _f(3e-4, "Adam learning rate")
     anneal_lr: bool = _f(True, "linearly anneal the learning rate to 0 over the run")
@@ -61,8 +61,15 @@ class Config:
     vf_coef: float = _f(0.5, "value loss coefficient")
     clip_vloss: bool = _f(False, "clip the value update around the old value estimate (PPO)")
     # --- agent -------------------------------------------------------------
-    hidden_sizes: Tuple[int, ...] = _f((64, 64), "hidden layer sizes of policy and critic, e.g. 64,64")
+    hidden_sizes: Tuple[int, ...] = _f((64, 64), "hidden layer sizes of policy and critic, e.g. 64,64 "
+                                                 "(each network can override it below)")
+    actor_hidden_sizes: Optional[Tuple[int, ...]] = _f(None, "hidden sizes of the policy's mean network "
+                                                             "(none = hidden_sizes)")
+    critic_hidden_sizes: Optional[Tuple[int, ...]] = _f(None, "hidden sizes of the critic, e.g. 256,256 for a "
+                                                              "critic wider than the actor (none = hidden_sizes)")
     activation: str = _f("tanh", "hidden activation", choices=("tanh", "relu", "elu", "silu"))
+    layer_norm: str = _f("none", "LayerNorm after each hidden linear layer of: none, actor, critic or both",
+                         choices=("none", "actor", "critic", "both"))
     init_log_std: float = _f(0.0, "initial log standard deviation of the Gaussian policy")
     log_std_min: float = _f(-5.0, "lower clamp of log_std, keeps std > 0 (no underflow)")
     log_std_max: float = _f(2.0, "upper clamp of log_std")
@@ -95,9 +102,18 @@ class Config:
     preset: str = _f("default", "name of the preset this config started from (informational)")
 
     def __post_init__(self):
-        if isinstance(self.hidden_sizes, list):
-            object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
+        for name in _SIZE_FIELDS:
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         _validate(self)
+
+    @property
+    def actor_sizes(self) -> Tuple[int, ...]:
+        return self.actor_hidden_sizes or self.hidden_sizes
+
+    @property
+    def critic_sizes(self) -> Tuple[int, ...]:
+        return self.critic_hidden_sizes or self.hidden_sizes
 
     # ---- derived sizes ----------------------------------------------------
     @property
@@ -120,7 +136,9 @@ class Config:
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
-        d["hidden_sizes"] = list(self.hidden_sizes)
+        for name in _SIZE_FIELDS:
+            if d[name] is not None:
+                d[name] = list(d[name])
         return d
 
     @classmethod
@@ -130,12 +148,16 @@ class Config:
         if unknown:
             raise ConfigError(f"unknown config field(s) {unknown}; valid fields: {sorted(names)}")
         d = dict(d)
-        if "hidden_sizes" in d:
-            d["hidden_sizes"] = tuple(d["hidden_sizes"])
+        for name in _SIZE_FIELDS:
+            if d.get(name) is not None:
+                d[name] = tuple(d[name])
         return cls(**d)
 
     def replace(self, **changes) -> "Config":
         return dataclasses.replace(self, **changes)
+
+
+_SIZE_FIELDS = ("hidden_sizes", "actor_hidden_sizes", "critic_hidden_sizes")
 
 
 def _need(cond: bool, msg: str):
@@ -163,8 +185,10 @@ def _validate(c: Config):
     for name in ("ent_coef", "vf_coef", "kl_coef", "max_grad_norm"):
         _need(getattr(c, name) >= 0, f"{name} must be >= 0 (got {getattr(c, name)})")
     _need(c.target_kl is None or c.target_kl > 0, f"target_kl must be > 0 or none (got {c.target_kl})")
-    _need(len(c.hidden_sizes) >= 1 and all(int(h) > 0 for h in c.hidden_sizes),
-          f"hidden_sizes must be positive integers, e.g. 64,64 (got {c.hidden_sizes})")
+    for name in _SIZE_FIELDS:
+        v = getattr(c, name)
+        _need((v is None and name != "hidden_sizes") or (v is not None and len(v) >= 1 and all(int(h) > 0 for h in v)),
+              f"{name} must be positive integers, e.g. 64,64 (got {v})")
     _need(c.log_std_min < c.log_std_max, "log_std_min must be below log_std_max")
     _need(c.log_std_min <= c.init_log_std <= c.log_std_max,
           f"init_log_std={c.init_log_std} must lie inside [log_std_min, log_std_max]")

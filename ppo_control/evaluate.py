@@ -11,9 +11,8 @@ import torch
 from .checkpoint import CheckpointError, load_checkpoint, load_module_state
 from .config import Config
 from .envs import check_env_id
-from .networks import GaussianPolicy
+from .networks import GaussianPolicy, make_policy
 from .normalize import ObsNormalizer
-from .state import make_policy
 
 
 class Policy:
@@ -30,9 +29,10 @@ class Policy:
         """obs [obs_dim] or [B, obs_dim] -> action [act_dim] or [B, act_dim]."""
         obs = np.asarray(obs, np.float64)
         single = obs.ndim == 1
-        x = torch.from_numpy(self.obs_norm(obs[None] if single else obs))
+        device = self.net.log_std.device  # the training loop's networks may be on a GPU
+        x = torch.from_numpy(self.obs_norm(obs[None] if single else obs)).to(device)
         a = self.net(x) if deterministic else self.net.dist(x).sample()
-        a = np.clip(a.numpy().astype(np.float64), self.low, self.high)
+        a = np.clip(a.cpu().numpy().astype(np.float64), self.low, self.high)
         return a[0] if single else a
 
 

@@ -1,16 +1,16 @@
-"""Batched action selection for collection, without per-step torch overhead on the CPU.
+"""Action selection during collection, and the frozen networks' outputs for a whole rollout.
 
-During collection the networks are frozen, so on the CPU their weights are copied once
-per rollout into numpy and each step costs a few small matmuls (tens of microseconds)
-instead of a torch dispatch chain (hundreds, measured in benchmarks/speed.py).  The
-sample comes from the same distribution as ``GaussianPolicy.dist``:
-a = mean + std * eps, log-prob of Independent(Normal(mean, std), 1); on CUDA the torch
-networks are used directly.  tests/test_inference.py checks both paths agree.
+Per step only the policy mean is needed (log-probs and values of the rollout are computed
+afterwards in one batched torch call, :func:`policy_outputs`).  On the CPU a small MLP called
+once per env step costs more in torch's dispatch than in arithmetic, so the mean network is
+*compiled* into numpy from the torch module (:func:`numpy_forward`): the layers are read from the
+module, so there is no second hand-kept copy of the network, and a module it cannot translate
+falls back to torch (with a log line).  tests/test_inference.py checks both paths agree.
 """
 from __future__ import annotations
 
-import math
-from typing import Optional
+import logging
+from typing import Callable, List, Optional
 
 import numpy as np
 import torch
@@ -18,81 +18,99 @@ from torch import nn
 
 from .networks import GaussianPolicy, ValueNet
 
-_LOG_2PI = math.log(2.0 * math.pi)
-_ACT = {
-    nn.Tanh: np.tanh,
-    nn.ReLU: lambda x: np.maximum(x, 0.0),
-    nn.ELU: lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),
-    nn.SiLU: lambda x: x / (1.0 + np.exp(-x)),
-}
+log = logging.getLogger(__name__)
 
 
-class NumpyMLP:
-    """A frozen copy of an ``nn.Sequential`` of Linear + activation layers."""
+def _layer(m: nn.Module) -> Optional[Callable[[np.ndarray], np.ndarray]]:
+    """One torch layer as a numpy function (weights copied now), or None if not translatable."""
+    if isinstance(m, nn.Linear):
+        w = m.weight.detach().cpu().numpy().T.copy()
+        b = m.bias.detach().cpu().numpy().copy() if m.bias is not None else 0.0
+        return lambda x: x @ w + b
+    if isinstance(m, nn.LayerNorm) and len(m.normalized_shape) == 1:
+        g = m.weight.detach().cpu().numpy().copy() if m.weight is not None else 1.0
+        b = m.bias.detach().cpu().numpy().copy() if m.bias is not None else 0.0
+        eps = m.eps
 
-    def __init__(self, seq: nn.Sequential):
-        self.layers = []
-        for m in seq:
-            if isinstance(m, nn.Linear):
-                self.layers.append(("lin", m.weight.detach().cpu().numpy().T.copy(),
-                                    m.bias.detach().cpu().numpy().copy()))
-            else:
-                self.layers.append(("act", _ACT[type(m)], None))
+        def layer_norm(x):
+            mu = x.mean(-1, keepdims=True)
+            d = x - mu
+            return d / np.sqrt((d * d).mean(-1, keepdims=True) + eps) * g + b
+        return layer_norm
+    if isinstance(m, nn.Tanh):
+        return np.tanh
+    if isinstance(m, nn.ReLU):
+        return lambda x: np.maximum(x, 0.0)
+    if isinstance(m, nn.ELU):
+        a = m.alpha
+        return lambda x: np.where(x > 0, x, a * np.expm1(np.minimum(x, 0.0)))
+    if isinstance(m, nn.SiLU):
+        return lambda x: x / (1.0 + np.exp(-x))
+    if isinstance(m, nn.Identity):
+        return lambda x: x
+    return None
 
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        for kind, a, b in self.layers:
-            x = x @ a + b if kind == "lin" else a(x)
+
+def numpy_forward(module: nn.Module) -> Optional[Callable[[np.ndarray], np.ndarray]]:
+    """A numpy function computing ``module`` (an ``nn.Sequential`` tree of Linear, LayerNorm,
+    Tanh/ReLU/ELU/SiLU, Identity) with its current weights; None for anything else."""
+    leaves: List[nn.Module] = []
+    stack = [module]
+    while stack:
+        m = stack.pop(0)
+        if isinstance(m, nn.Sequential):
+            stack[:0] = list(m)
+        else:
+            leaves.append(m)
+    fns = [_layer(m) for m in leaves]
+    if any(f is None for f in fns):
+        return None
+
+    def forward(x: np.ndarray) -> np.ndarray:
+        for f in fns:
+            x = f(x)
         return x
-
-
-def numpy_supported(seq: nn.Sequential) -> bool:
-    return all(isinstance(m, nn.Linear) or type(m) in _ACT for m in seq)
+    return forward
 
 
 class Actor:
-    """``sample(obs [N, D] float32) -> (action [N, A], logp [N], value [N] or None)``, all float32."""
+    """``sample(obs [N, D] float32) -> action [N, A] float32``, a draw from ``policy.dist(obs)``.
 
-    def __init__(self, policy: GaussianPolicy, critic: Optional[ValueNet], device: torch.device,
-                 rng: np.random.Generator):
-        self.device, self.rng = device, rng
-        self.use_numpy = device.type == "cpu" and numpy_supported(policy.mean_net) and (
-            critic is None or numpy_supported(critic.net))
-        self.policy, self.critic = policy, critic
-        if self.use_numpy:
-            self.mean = NumpyMLP(policy.mean_net)
-            self.vf = NumpyMLP(critic.net) if critic is not None else None
-            log_std = policy.log_std.detach().clamp(policy.log_std_min, policy.log_std_max).cpu().numpy()
-            self.std = np.exp(log_std)
-            self.logp_const = -float(log_std.astype(np.float64).sum()) - 0.5 * len(log_std) * _LOG_2PI
+    numpy (CPU, translatable mean network): mean + std * eps with eps from ``rng``;
+    otherwise the torch distribution on the policy's device.
+    """
 
-    # no torch.no_grad decorators here: they cost ~10 us per call, more than the numpy path's
-    # arithmetic; the torch path opens its own no_grad block
-    def sample(self, obs: np.ndarray):
-        if self.use_numpy:
+    _warned: set = set()
+
+    def __init__(self, policy: GaussianPolicy, device: torch.device, rng: np.random.Generator):
+        self.policy, self.device, self.rng = policy, device, rng
+        self.mean = numpy_forward(policy.mean_net) if device.type == "cpu" else None
+        if self.mean is None and device.type == "cpu" and type(policy.mean_net) not in Actor._warned:
+            Actor._warned.add(type(policy.mean_net))
+            log.warning("collection uses torch for %s (no numpy translation); slower per step, same result",
+                        type(policy.mean_net).__name__)
+        if self.mean is not None:
+            self.std = policy.std().detach().cpu().numpy()
+
+    # no torch.no_grad decorators here: they cost ~10 us per call, more than the numpy path's arithmetic
+    def sample(self, obs: np.ndarray) -> np.ndarray:
+        if self.mean is not None:
             mean = self.mean(obs)
             eps = self.rng.standard_normal(mean.shape, dtype=np.float32)
-            act = mean + self.std * eps
-            logp = (-0.5 * np.square(eps, dtype=np.float64).sum(-1) + self.logp_const).astype(np.float32)
-            val = self.vf(obs)[:, 0] if self.vf is not None else None
-            return act.astype(np.float32), logp, val
+            return (mean + self.std * eps).astype(np.float32)
         with torch.no_grad():
-            o = torch.from_numpy(obs).to(self.device)
-            d = self.policy.dist(o)
-            a = d.sample()
-            val = self.critic(o).cpu().numpy() if self.critic is not None else None
-            return a.cpu().numpy(), d.log_prob(a).cpu().numpy(), val
+            return self.policy.dist(torch.from_numpy(obs).to(self.device)).sample().cpu().numpy()
 
-    def value(self, obs: np.ndarray) -> np.ndarray:
-        if self.use_numpy:
-            return self.vf(obs)[:, 0]
-        with torch.no_grad():
-            return self.critic(torch.from_numpy(obs).to(self.device)).cpu().numpy()
 
-    def log_prob(self, obs: np.ndarray, act: np.ndarray) -> np.ndarray:
-        """Log-prob of given actions [N, A] (used for the reference policy)."""
-        if self.use_numpy:
-            z = (act - self.mean(obs)) / self.std
-            return (-0.5 * np.square(z, dtype=np.float64).sum(-1) + self.logp_const).astype(np.float32)
-        with torch.no_grad():
-            o, a = torch.from_numpy(obs).to(self.device), torch.from_numpy(act).to(self.device)
-            return self.policy.dist(o).log_prob(a).cpu().numpy()
+@torch.no_grad()
+def policy_outputs(policy: GaussianPolicy, obs: torch.Tensor, actions: torch.Tensor,
+                   chunk: int = 1 << 16) -> torch.Tensor:
+    """Log-probs ``[B]`` of ``actions [B, A]`` at ``obs [B, D]`` (no graph), in chunks."""
+    return torch.cat([policy.log_prob_entropy(o, a)[0] for o, a in zip(obs.split(chunk), actions.split(chunk))]) \
+        if obs.shape[0] else obs.new_zeros(0)
+
+
+@torch.no_grad()
+def values_of(critic: ValueNet, obs: torch.Tensor, chunk: int = 1 << 16) -> torch.Tensor:
+    """V ``[B]`` of ``obs [B, D]`` (no graph), in chunks."""
+    return torch.cat([critic(o) for o in obs.split(chunk)]) if obs.shape[0] else obs.new_zeros(0)

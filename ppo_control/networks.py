@@ -1,4 +1,10 @@
-"""Gaussian policy and value network (separate MLPs, orthogonal init)."""
+"""Gaussian policy and value network: plain ``nn.Module``s built from the config.
+
+The Gaussian head (state-independent, clamped ``log_std``; ``Independent(Normal, 1)``) is
+written once, in :class:`GaussianPolicy`, and used by training, collection and evaluation.
+The mean network and the critic body can be any ``nn.Module``; :func:`mlp` builds the usual
+ones (sizes per network, activation, optional LayerNorm).
+"""
 from __future__ import annotations
 
 import math
@@ -12,18 +18,20 @@ _LOG_2PI = math.log(2.0 * math.pi)
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "silu": nn.SiLU}
 
 
-def mlp(in_dim: int, hidden: Sequence[int], out_dim: int, activation: str, out_gain: float) -> nn.Sequential:
-    """MLP with orthogonal weights (gain sqrt(2) hidden, ``out_gain`` last) and zero biases.
+def mlp(in_dim: int, hidden: Sequence[int], out_dim: int, activation: str = "tanh", out_gain: float = 1.0,
+        layer_norm: bool = False) -> nn.Sequential:
+    """``Linear[, LayerNorm], act, ..., Linear`` with orthogonal weights (gain sqrt(2) hidden,
+    ``out_gain`` last) and zero biases.
 
-    The small output gain of the policy head (0.01) starts every action mean near 0,
-    which Andrychowicz et al. (2021, "What matters in on-policy RL") found important.
+    The small output gain of the policy head (0.01) starts every action mean near 0, which
+    Andrychowicz et al. (2021, "What matters in on-policy RL") found important.
     """
     layers, d = [], in_dim
     for h in hidden:
         lin = nn.Linear(d, h)
         nn.init.orthogonal_(lin.weight, math.sqrt(2))
         nn.init.zeros_(lin.bias)
-        layers += [lin, ACTIVATIONS[activation]()]
+        layers += [lin] + ([nn.LayerNorm(h)] if layer_norm else []) + [ACTIVATIONS[activation]()]
         d = h
     out = nn.Linear(d, out_dim)
     nn.init.orthogonal_(out.weight, out_gain)
@@ -33,28 +41,30 @@ def mlp(in_dim: int, hidden: Sequence[int], out_dim: int, activation: str, out_g
 
 
 class GaussianPolicy(nn.Module):
-    """pi(a|s) = Independent(Normal(mu(s), exp(log_std)), 1).
+    """pi(a|s) = Independent(Normal(mean_net(s), exp(log_std)), 1).
 
-    ``log_std`` is a learnable state-independent vector, clamped to
-    ``[log_std_min, log_std_max]`` when used so the std never underflows to 0.
+    ``mean_net`` is any module mapping ``[B, obs_dim] -> [B, act_dim]``.  ``log_std`` is a
+    learnable state-independent vector, clamped to ``[log_std_min, log_std_max]`` where it is
+    used, so the std never underflows to 0 (and no gradient reaches it beyond the clamp).
     """
 
-    def __init__(self, obs_dim: int, act_dim: int, hidden: Sequence[int] = (64, 64),
-                 activation: str = "tanh", init_log_std: float = 0.0,
+    def __init__(self, mean_net: nn.Module, act_dim: int, init_log_std: float = 0.0,
                  log_std_min: float = -5.0, log_std_max: float = 2.0):
         super().__init__()
-        self.mean_net = mlp(obs_dim, hidden, act_dim, activation, out_gain=0.01)
+        self.mean_net = mean_net
         self.log_std = nn.Parameter(torch.full((act_dim,), float(init_log_std)))
         self.log_std_min, self.log_std_max = float(log_std_min), float(log_std_max)
 
+    def clamped_log_std(self) -> torch.Tensor:
+        return self.log_std.clamp(self.log_std_min, self.log_std_max)
+
     def std(self) -> torch.Tensor:
-        return self.log_std.clamp(self.log_std_min, self.log_std_max).exp()
+        return self.clamped_log_std().exp()
 
     def dist(self, obs: torch.Tensor) -> Independent:
         """obs [B, obs_dim] -> distribution with batch shape [B], event shape [act_dim]."""
         mean = self.mean_net(obs)
-        std = self.std().expand_as(mean)
-        return Independent(Normal(mean, std, validate_args=False), 1, validate_args=False)
+        return Independent(Normal(mean, self.std().expand_as(mean), validate_args=False), 1, validate_args=False)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action (the mean), obs [B, obs_dim] -> [B, act_dim]."""
@@ -64,42 +74,37 @@ class GaussianPolicy(nn.Module):
         """obs [B, obs_dim], actions [B, act_dim] -> (log_prob [B], entropy [B]).
 
         The closed forms of ``self.dist(obs).log_prob/entropy`` (equal to float precision,
-        tested), without the distribution objects' overhead in the hot update loop.
+        tests/test_networks.py) without the distribution objects' overhead; the one log-prob
+        that training, collection (old log-probs) and GRPO's reference policy all use.
         """
         mean = self.mean_net(obs)
-        log_std = self.log_std.clamp(self.log_std_min, self.log_std_max)
+        log_std = self.clamped_log_std()
         z = (actions - mean) * torch.exp(-log_std)
         k = mean.shape[-1]
         logp = -0.5 * (z * z).sum(-1) - log_std.sum() - 0.5 * k * _LOG_2PI
         ent = (0.5 + 0.5 * _LOG_2PI + log_std).sum().expand(mean.shape[0])
         return logp, ent
 
-    @torch.no_grad()
-    def head_log_prob_grads(self, mean: torch.Tensor, actions: torch.Tensor):
-        """``log_prob_entropy`` from the mean net's output, with its derivatives, for the update
-        loop's hand-written backward (``backprop.py``).
-
-        mean, actions ``[B, act_dim]`` -> ``(logp [B], entropy (scalar, the same for every
-        sample), dlogp/dmean [B, act_dim], dlogp/dlog_std [B, act_dim], clamp mask [act_dim])``,
-        where the mask is 1 where ``log_std`` lies inside its clamp range (autograd's rule).
-        """
-        ls = self.log_std
-        log_std = ls.clamp(self.log_std_min, self.log_std_max)
-        inv_std = torch.exp(-log_std)
-        z = (actions - mean) * inv_std
-        k = mean.shape[-1]
-        logp = -0.5 * (z * z).sum(-1) - (log_std.sum() + 0.5 * k * _LOG_2PI)
-        ent = (0.5 + 0.5 * _LOG_2PI + log_std).sum()
-        mask = (ls >= self.log_std_min) & (ls <= self.log_std_max)
-        return logp, ent, z * inv_std, z * z - 1.0, mask
-
 
 class ValueNet(nn.Module):
-    """V(s): obs [B, obs_dim] -> [B]."""
+    """V(s) = net(s): obs [B, obs_dim] -> [B], for any ``net`` with one output."""
 
-    def __init__(self, obs_dim: int, hidden: Sequence[int] = (64, 64), activation: str = "tanh"):
+    def __init__(self, net: nn.Module):
         super().__init__()
-        self.net = mlp(obs_dim, hidden, 1, activation, out_gain=1.0)
+        self.net = net
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.net(obs).squeeze(-1)
+
+
+def make_policy(cfg, obs_dim: int, act_dim: int) -> GaussianPolicy:
+    """The policy a ``Config`` describes (``actor_hidden_sizes``, ``activation``, ``layer_norm``)."""
+    body = mlp(obs_dim, cfg.actor_sizes, act_dim, cfg.activation, out_gain=0.01,
+               layer_norm=cfg.layer_norm in ("actor", "both"))
+    return GaussianPolicy(body, act_dim, cfg.init_log_std, cfg.log_std_min, cfg.log_std_max)
+
+
+def make_critic(cfg, obs_dim: int) -> ValueNet:
+    """The critic a ``Config`` describes (``critic_hidden_sizes``, ``activation``, ``layer_norm``)."""
+    return ValueNet(mlp(obs_dim, cfg.critic_sizes, 1, cfg.activation, out_gain=1.0,
+                        layer_norm=cfg.layer_norm in ("critic", "both")))

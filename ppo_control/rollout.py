@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from .envs import VecEnv
-from .inference import Actor
+from .inference import Actor, policy_outputs, values_of
 from .networks import GaussianPolicy, ValueNet
 from .normalize import ObsNormalizer, RewardScaler
 
@@ -82,22 +82,22 @@ def collect_steps(envs: VecEnv, policy: GaussianPolicy, critic: ValueNet, obs_no
                   device: torch.device, rng: Optional[np.random.Generator] = None) -> Batch:
     """Run ``num_steps`` steps in each of the N envs with the stochastic policy.
 
-    ``rng`` drives the action noise on the CPU fast path (see ``inference.Actor``).
+    Per step only the action is computed (``inference.Actor``; ``rng`` drives its noise on the
+    CPU fast path); the behaviour log-probs and the values of the whole rollout, including
+    V(final obs) of time-limit truncations, come afterwards from one batched torch call each.
     """
     T, N = num_steps, envs.num_envs
-    actor = Actor(policy, critic, device, rng if rng is not None else np.random.default_rng())
+    actor = Actor(policy, device, rng if rng is not None else np.random.default_rng())
     obs_buf = np.empty((T, N, envs.obs_dim), np.float32)
     act_buf = np.empty((T, N, envs.act_dim), np.float32)
-    logp_buf = np.empty((T, N), np.float32)
-    val_buf = np.empty((T + 1, N), np.float32)
     rew_buf = np.empty((T, N), np.float32)
     term_buf = np.empty((T, N), bool)
     trunc_buf = np.empty((T, N), bool)
-    boot = {}  # (t, env) -> V(final obs) for time-limit truncations
+    boot_at, boot_obs = [], []  # (t, envs) cut by a time limit at t, and their normalised final obs
     for t in range(T):
         o = obs_norm(rs.obs, update=True)
         obs_buf[t] = o
-        act_buf[t], logp_buf[t], val_buf[t] = actor.sample(o)
+        act_buf[t] = actor.sample(o)
         next_obs, r, term, trunc, final_obs = envs.step(envs.clip_actions(act_buf[t]))
         done = term | trunc
         record_step(rs, r, done)
@@ -105,18 +105,22 @@ def collect_steps(envs: VecEnv, policy: GaussianPolicy, critic: ValueNet, obs_no
         term_buf[t], trunc_buf[t] = term, trunc
         cut = np.flatnonzero(trunc & ~term)
         if cut.size:
-            for i, v in zip(cut, actor.value(obs_norm(final_obs[cut]))):
-                boot[(t, i)] = v
+            boot_at.append((t, cut))
+            boot_obs.append(obs_norm(final_obs[cut]))
         rs.obs = next_obs
         rs.global_step += N
-    val_buf[T] = actor.value(obs_norm(rs.obs))
-    next_vals = val_buf[1:].copy()
-    for (t, i), v in boot.items():
-        next_vals[t, i] = v
     tt = lambda x: torch.from_numpy(x).to(device)  # noqa: E731
-    return Batch(obs=tt(obs_buf), actions=tt(act_buf), logprobs=tt(logp_buf), rewards=tt(rew_buf),
-                 terminated=tt(term_buf), truncated=tt(trunc_buf), values=tt(val_buf[:T].copy()),
-                 next_values=tt(next_vals))
+    obs, actions = tt(obs_buf), tt(act_buf)
+    logprobs = policy_outputs(policy, obs.reshape(T * N, -1), actions.reshape(T * N, -1)).reshape(T, N)
+    v = values_of(critic, torch.cat([obs.reshape(T * N, -1), tt(obs_norm(rs.obs))] + [tt(o) for o in boot_obs]))
+    values = v[:T * N].reshape(T, N)
+    next_values = torch.cat([values[1:], v[T * N:(T + 1) * N][None]])
+    k = (T + 1) * N
+    for t, cut in boot_at:
+        next_values[t, torch.from_numpy(cut).to(device)] = v[k:k + len(cut)]
+        k += len(cut)
+    return Batch(obs=obs, actions=actions, logprobs=logprobs, rewards=tt(rew_buf),
+                 terminated=tt(term_buf), truncated=tt(trunc_buf), values=values, next_values=next_values)
 
 
 @dataclass
@@ -137,12 +141,9 @@ def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[Ga
     until its episode ends or ``horizon`` steps pass.  At the steps in ``record_at`` a snapshot of
     one random still-running env is kept for the visited-state pool."""
     N, T = envs.num_envs, horizon
-    actor = Actor(policy, None, device, rng if rng is not None else np.random.default_rng())
-    ref_actor = Actor(ref_policy, None, device, actor.rng) if ref_policy is not None else None
+    actor = Actor(policy, device, rng if rng is not None else np.random.default_rng())
     obs_buf = np.zeros((T, N, envs.obs_dim), np.float32)
     act_buf = np.zeros((T, N, envs.act_dim), np.float32)
-    logp_buf = np.zeros((T, N), np.float32)
-    ref_buf = np.zeros((T, N), np.float32) if ref_policy is not None else None
     rew_buf = np.zeros((T, N), np.float32)
     term_buf = np.zeros((T, N), bool)
     trunc_buf = np.zeros((T, N), bool)
@@ -158,9 +159,7 @@ def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[Ga
             obs_norm.rms.update(obs[alive])
         o = obs_norm(obs)
         obs_buf[t] = o
-        act_buf[t], logp_buf[t], _ = actor.sample(o)
-        if ref_actor is not None:
-            ref_buf[t] = ref_actor.log_prob(o, act_buf[t])
+        act_buf[t] = actor.sample(o)
         obs, r, term, trunc, _ = envs.step(envs.clip_actions(act_buf[t]))
         steps += N
         alive_buf[t] = alive
@@ -174,7 +173,9 @@ def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[Ga
             break
     T = t + 1
     tt = lambda x: torch.from_numpy(np.ascontiguousarray(x[:T])).to(device)  # noqa: E731
-    batch = Batch(obs=tt(obs_buf), actions=tt(act_buf), logprobs=tt(logp_buf), rewards=tt(rew_buf),
+    obs_t, act_t = tt(obs_buf), tt(act_buf)
+    flat = lambda net: policy_outputs(net, obs_t.reshape(T * N, -1), act_t.reshape(T * N, -1)).reshape(T, N)  # noqa: E731
+    batch = Batch(obs=obs_t, actions=act_t, logprobs=flat(policy), rewards=tt(rew_buf),
                   terminated=tt(term_buf), truncated=tt(trunc_buf), mask=tt(alive_buf),
-                  ref_logprobs=tt(ref_buf) if ref_buf is not None else None)
+                  ref_logprobs=flat(ref_policy) if ref_policy is not None else None)
     return GroupRollout(batch, lengths, ended, returns, visited, steps)

@@ -18,15 +18,17 @@ import torch
 from .checkpoint import CheckpointError, load_module_state
 from .config import Config
 from .envs import SnapshotError, VecEnv, make_vec_env
-from .networks import GaussianPolicy, ValueNet
+from .networks import GaussianPolicy, ValueNet, make_critic, make_policy
 from .normalize import ObsNormalizer, RewardScaler
-from .optim import FlatAdam
 from .rollout import RolloutState
+from .update import make_optimizer
 
 
 def resolve_device(name: str) -> torch.device:
+    # auto = the CPU: collection calls the policy once per env step, and for the MLP sizes of the
+    # presets a GPU's launch and transfer latency per call costs more than it saves (README, "GPU")
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return torch.device("cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"device={name!r} but CUDA is not available here; use --device cpu or auto")
     return torch.device(name)
@@ -43,6 +45,17 @@ def _tensors(x):
     return x
 
 
+def _to_cpu(x):
+    """A detached CPU copy of a (nested) state dict, e.g. an optimizer's on a GPU."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().clone()
+    if isinstance(x, dict):
+        return {k: _to_cpu(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_cpu(v) for v in x)
+    return copy.deepcopy(x)
+
+
 def _arrays(x):
     if isinstance(x, torch.Tensor):
         return x.numpy().copy()
@@ -53,11 +66,6 @@ def _arrays(x):
     return x
 
 
-def make_policy(cfg: Config, obs_dim: int, act_dim: int) -> GaussianPolicy:
-    return GaussianPolicy(obs_dim, act_dim, cfg.hidden_sizes, cfg.activation, cfg.init_log_std,
-                          cfg.log_std_min, cfg.log_std_max)
-
-
 @dataclass
 class TrainState:
     cfg: Config
@@ -66,7 +74,7 @@ class TrainState:
     policy: GaussianPolicy
     critic: Optional[ValueNet]
     ref_policy: Optional[GaussianPolicy]
-    optimizer: FlatAdam
+    optimizer: torch.optim.Optimizer
     obs_norm: ObsNormalizer
     rew_scaler: RewardScaler
     rollout: RolloutState
@@ -85,11 +93,11 @@ class TrainState:
         torch.manual_seed(cfg.seed)
         envs = make_vec_env(cfg.env_id, cfg.num_envs, cfg.vectorization, nthread=cfg.env_threads or None)
         policy = make_policy(cfg, envs.obs_dim, envs.act_dim).to(device)
-        critic = ValueNet(envs.obs_dim, cfg.hidden_sizes, cfg.activation).to(device) if cfg.algo == "ppo" else None
+        critic = make_critic(cfg, envs.obs_dim).to(device) if cfg.algo == "ppo" else None
         ref = None
         if cfg.algo == "grpo":
             ref = copy.deepcopy(policy).requires_grad_(False)
-        opt = FlatAdam([policy] + ([critic] if critic is not None else []), lr=cfg.lr, eps=cfg.adam_eps)
+        opt = make_optimizer([policy] + ([critic] if critic is not None else []), cfg)
         obs = envs.reset(seed=cfg.seed)
         if cfg.algo == "grpo":
             envs.get_snapshots()  # fails fast, with a clear message, where the state cannot be restored
@@ -113,7 +121,7 @@ class TrainState:
             "policy": cpu(self.policy.state_dict()),
             "critic": cpu(self.critic.state_dict()) if self.critic is not None else None,
             "ref_policy": cpu(self.ref_policy.state_dict()) if self.ref_policy is not None else None,
-            "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+            "optimizer": _to_cpu(self.optimizer.state_dict()),
             "obs_norm": self.obs_norm.state_dict(),
             "rew_scaler": self.rew_scaler.state_dict(),
             "rng": {"torch": torch.get_rng_state(), "generator": self.generator.get_state(),
@@ -135,7 +143,7 @@ class TrainState:
 
     def restore(self, st: dict, path="checkpoint") -> None:
         saved = Config.from_dict(st["config"])
-        for key in ("env_id", "algo", "num_envs", "hidden_sizes", "activation"):
+        for key in ("env_id", "algo", "num_envs", "actor_sizes", "critic_sizes", "activation", "layer_norm"):
             if getattr(saved, key) != getattr(self.cfg, key):
                 raise CheckpointError(f"{path} was written with {key}={getattr(saved, key)!r} but this run "
                                       f"has {key}={getattr(self.cfg, key)!r}; resume with the run's own config")

@@ -1,9 +1,8 @@
 """``train(cfg)``: the whole training loop.
 
     for iteration:
-        batch = collect_steps(...)            or collect_groups(...)
-        batch.adv = gae(...)                  or group_relative(...)
-        stats = update(policy, critic_or_None, batch, ...)
+        stats = ppo.iteration(ts)             or grpo.iteration(ts)
+            (collect_steps, gae, update)          (collect_groups, group_relative, update)
         log(stats); checkpoint every N iterations, on Ctrl-C/kill and at the end
 """
 from __future__ import annotations
@@ -17,17 +16,15 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
-import torch
 
-from .advantages import gae
+from . import grpo, ppo
 from .checkpoint import CHECKPOINT_NAME, CheckpointError, atomic_write_json, load_checkpoint, save_checkpoint
 from .config import Config
 from .evaluate import Policy, evaluate, load_policy
 from .metrics import MetricsLogger, Progress
-from .rollout import collect_steps
 from .runinfo import environment_info
 from .state import TrainState
-from .update import NonFiniteError, check_finite, update
+from .update import NonFiniteError, check_finite
 
 
 def train(cfg: Optional[Config] = None, resume: Optional[str] = None) -> dict:
@@ -98,22 +95,7 @@ def _iteration(ts: TrainState) -> dict:
         frac = max(0.0, 1.0 - ts.rollout.global_step / cfg.total_steps)
         for g in ts.optimizer.param_groups:
             g["lr"] = frac * cfg.lr
-    if cfg.algo == "grpo":
-        from . import grpo
-        return grpo.iteration(ts)
-    t0 = time.perf_counter()
-    batch = collect_steps(ts.envs, ts.policy, ts.critic, ts.obs_norm, ts.rew_scaler, ts.rollout,
-                          cfg.num_steps, ts.device, ts.np_rng)
-    batch.advantages, batch.returns = gae(batch.rewards, batch.values, batch.next_values, batch.terminated,
-                                          batch.truncated, cfg.gamma, cfg.gae_lambda)
-    t1 = time.perf_counter()
-    stats = update(ts.policy, ts.critic, ts.optimizer, batch.flat(), cfg, ts.generator, cfg.norm_adv)
-    stats["time/collect_s"], stats["time/update_s"] = t1 - t0, time.perf_counter() - t1  # where the time goes
-    y, v = batch.returns.flatten(), batch.values.flatten()
-    var_y = torch.var(y)
-    stats["losses/explained_variance"] = float("nan") if var_y == 0 else float(1 - torch.var(y - v) / var_y)
-    stats["charts/steps_this_iter"] = batch.rewards.numel()
-    return stats
+    return (grpo if cfg.algo == "grpo" else ppo).iteration(ts)
 
 
 def _row(ts: TrainState, stats: dict, dt: float) -> dict:

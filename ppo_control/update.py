@@ -1,22 +1,21 @@
-"""The epoch x minibatch update loop shared by PPO and GRPO.
+"""The epoch x minibatch update loop shared by PPO and GRPO: the loss, ``loss.backward()``,
+per-network gradient clipping, a ``torch.optim`` step.
 
-A variant is a parameter: ``critic=None`` (GRPO, no value loss), ``weights``
-in the data (GRPO's 1/(G*len_i) averaging), ``ref_logprobs`` with
-``kl_coef > 0`` (GRPO's KL to the reference policy), ``dual_clip``.
+A variant is a parameter: ``critic=None`` (GRPO, no value loss), ``weights`` in the data
+(GRPO's 1/(G*len_i) averaging), ``ref_logprobs`` with ``kl_coef > 0`` (GRPO's KL to the
+reference policy), ``dual_clip``.  To add a loss term, add it to ``loss`` in
+:func:`minibatch_loss` (and its value to ``stats`` if it should be logged); autograd does the rest.
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from torch import nn
 
 from .config import Config
-from .backprop import ManualMLP
-from .losses import (clipped_surrogate, clipped_surrogate_grad, dual_clip_active, kl_k3, kl_k3_grad, mean_weights,
-                     value_loss, value_loss_grad, weighted_mean)
+from .losses import clipped_surrogate, dual_clip_active, kl_k3, value_loss, weighted_mean
 from .networks import GaussianPolicy, ValueNet
-from .optim import FlatAdam
 
 
 class NonFiniteError(FloatingPointError):
@@ -45,99 +44,100 @@ def _pack(data: dict, keys: List[str]):
     return torch.cat(parts, 1), cols
 
 
-def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: FlatAdam,
+def minibatch_loss(policy: GaussianPolicy, critic: Optional[ValueNet], mb: Dict[str, torch.Tensor], cfg: Config,
+                   norm_adv: bool) -> Tuple[torch.Tensor, Dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    """The loss that is optimised, for one minibatch ``mb`` of ``[b, ...]`` tensors:
+
+        loss = weighted_mean(clipped_surrogate) - ent_coef * weighted_mean(entropy)
+               [+ vf_coef * mean(value_loss)]  [+ kl_coef * weighted_mean(kl_k3)]
+
+    Returns ``(loss, stats, logratio [b], advantages used [b])``; stats are detached scalars.
+    """
+    logp, ent = policy.log_prob_entropy(mb["obs"], mb["actions"])
+    logratio = logp - mb["logprobs"]
+    ratio = logratio.exp()
+    adv = _normalise(mb["advantages"]) if norm_adv else mb["advantages"]
+    w = mb.get("weights")
+    pg = weighted_mean(clipped_surrogate(ratio, adv, cfg.clip_coef, cfg.dual_clip), w)
+    entropy = weighted_mean(ent, w)
+    loss = pg - cfg.ent_coef * entropy
+    stats = {"losses/policy_loss": pg, "losses/entropy": entropy}
+    if critic is not None:
+        vclip = cfg.clip_coef if cfg.clip_vloss else None
+        vl = value_loss(critic(mb["obs"]), mb["returns"], mb["values"], vclip).mean()
+        loss = loss + cfg.vf_coef * vl
+        stats["losses/value_loss"] = vl
+    if "ref_logprobs" in mb:
+        kl = weighted_mean(kl_k3(logp, mb["ref_logprobs"]), w)
+        if cfg.kl_coef > 0:
+            loss = loss + cfg.kl_coef * kl
+        stats["grpo/kl_ref"] = kl
+    return loss, {k: v.detach() for k, v in stats.items()}, logratio.detach(), adv
+
+
+def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.optim.Optimizer,
            data: dict, cfg: Config, generator: torch.Generator, norm_adv: bool) -> dict:
     """Optimise on one batch. ``data`` holds flat ``[B, ...]`` tensors (see ``Batch.flat``).
 
-    Per minibatch: the MLPs forward (``backprop.ManualMLP``), the loss terms of
-    ``losses.py`` and their derivatives, the MLPs backward into the optimizer's flat
-    gradient buffer, per-network clipping, Adam.  No autograd graph is built; the gradient
-    equals ``loss.backward()`` on
-
-        loss = weighted_mean(clipped_surrogate) - ent_coef * entropy
-               [+ vf_coef * mean(value_loss)]  [+ kl_coef * weighted_mean(kl_k3)]
-
-    (tests/test_backprop.py).  Returns the mean of each statistic over the minibatches that ran.
+    Per minibatch: :func:`minibatch_loss`, ``loss.backward()``, ``clip_grad_norm_`` on the policy
+    and the critic separately, ``optimizer.step()``.  Statistics stay on the device until the
+    end (no host sync per minibatch unless ``target_kl`` needs one).  Returns the mean of each
+    statistic over the minibatches that ran.
     """
     keys = ["obs", "actions", "logprobs", "advantages"]
     keys += [k for k in ("weights", "ref_logprobs") if data.get(k) is not None]
     keys += ["returns", "values"] if critic is not None else []
     table, col = _pack(data, keys)
-    actor = ManualMLP(policy.mean_net, optimizer.grad_of)
-    value_net = None if critic is None else ManualMLP(critic.net, optimizer.grad_of)
-    log_std_grad = optimizer.grad_of[id(policy.log_std)]
-    has_w, has_ref = "weights" in col, "ref_logprobs" in col
+    nets = [policy] + ([critic] if critic is not None else [])
+    params = [list(n.parameters()) for n in nets]
     B = table.shape[0]
     n_mb = min(cfg.num_minibatches, B)
     b = B // n_mb
-    vclip = cfg.clip_coef if cfg.clip_vloss else None
-    names = ["losses/policy_loss", "losses/entropy"] + (["losses/value_loss"] if critic is not None else []) \
-        + (["grpo/kl_ref"] if has_ref else [])
-    max_mb = cfg.update_epochs * n_mb
-    stat_buf = torch.zeros(max_mb, len(names), device=table.device)
-    logratio_buf = torch.zeros(max_mb, b, device=table.device)
-    adv_buf = torch.zeros(max_mb, b, device=table.device) if cfg.dual_clip is not None else None
-    count, stop = 0, False
+    stats, logratios, advs = [], [], []
+    epoch, stop = 0, False
     for epoch in range(cfg.update_epochs):
         shuffled = table[torch.randperm(B, generator=generator).to(table.device)]
         for k in range(n_mb):
             rows = shuffled[k * b:(k + 1) * b]
-            obs = rows[:, col["obs"]]
-            mean = actor.forward(obs)
-            logp, ent, dlogp_dmean, dlogp_dls, ls_mask = policy.head_log_prob_grads(mean, rows[:, col["actions"]])
-            logratio = logp - rows[:, col["logprobs"]]
-            ratio = logratio.exp()
-            a = rows[:, col["advantages"]]
-            if norm_adv:
-                a = _normalise(a)
-            w = rows[:, col["weights"]] if has_w else None
-            wn = mean_weights(w, b)
-            pg = weighted_mean(clipped_surrogate(ratio, a, cfg.clip_coef, cfg.dual_clip), w)
-            g_logp = clipped_surrogate_grad(ratio, a, cfg.clip_coef, cfg.dual_clip) * ratio
-            loss = pg - cfg.ent_coef * ent
-            stats = [pg, ent]
-            if critic is not None:
-                v = value_net.forward(obs).squeeze(-1)
-                ret, old_v = rows[:, col["returns"]], rows[:, col["values"]]
-                vl = value_loss(v, ret, old_v, vclip).mean()
-                loss = loss + cfg.vf_coef * vl
-                stats.append(vl)
-            if has_ref:
-                ref = rows[:, col["ref_logprobs"]]
-                kl = weighted_mean(kl_k3(logp, ref), w)
-                stats.append(kl)
-                if cfg.kl_coef > 0:
-                    loss = loss + cfg.kl_coef * kl
-                    g_logp = g_logp + cfg.kl_coef * kl_k3_grad(logp, ref)
-            if not torch.isfinite(loss):
-                raise NonFiniteError(f"non-finite loss {loss.item()} in epoch {epoch}, minibatch {k}")
-            g_logp = g_logp * wn
-            torch.mul(g_logp @ dlogp_dls - cfg.ent_coef, ls_mask, out=log_std_grad)
-            actor.backward(dlogp_dmean * g_logp[:, None])
-            if value_net is not None:
-                value_net.backward((value_loss_grad(v, ret, old_v, vclip) * (cfg.vf_coef / b))[:, None])
-            optimizer.clip_grad_norm_(cfg.max_grad_norm)  # policy and critic each on their own
+            mb = {key: rows[:, c] for key, c in col.items()}
+            loss, st, logratio, adv = minibatch_loss(policy, critic, mb, cfg, norm_adv)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            for p in params:
+                nn.utils.clip_grad_norm_(p, cfg.max_grad_norm, foreach=True)
             optimizer.step()
-            stat_buf[count] = torch.stack(stats)
-            logratio_buf[count] = logratio
-            if adv_buf is not None:
-                adv_buf[count] = a
-            count += 1
-            if cfg.target_kl is not None and float(((ratio - 1.0) - logratio).mean()) > cfg.target_kl:
+            stats.append(torch.stack(list(st.values())))
+            logratios.append(logratio)
+            advs.append(adv)
+            if cfg.target_kl is not None and float(((logratio.exp() - 1.0) - logratio).mean()) > cfg.target_kl:
                 stop = True
                 break
         if stop:
             break
-    out = dict(zip(names, stat_buf[:count].mean(0).tolist()))
-    lr_ = logratio_buf[:count]
+    means = torch.stack(stats).mean(0)
+    if not torch.isfinite(means).all():
+        raise NonFiniteError(f"non-finite loss in the update ({dict(zip(st, means.tolist()))})")
+    out = dict(zip(st, means.tolist()))
+    lr_ = torch.stack(logratios)
     ratio = lr_.exp()
     out["losses/approx_kl"] = float(((ratio - 1.0) - lr_).mean())  # k3 estimate of KL(old || new)
     out["losses/clipfrac"] = float(((ratio - 1.0).abs() > cfg.clip_coef).float().mean())
-    out["losses/dual_clip_frac"] = 0.0 if adv_buf is None else float(
-        dual_clip_active(ratio, adv_buf[:count], cfg.clip_coef, cfg.dual_clip).float().mean())
+    out["losses/dual_clip_frac"] = 0.0 if cfg.dual_clip is None else float(
+        dual_clip_active(ratio, torch.stack(advs), cfg.clip_coef, cfg.dual_clip).float().mean())
     out["losses/epochs"] = epoch + 1
     out["losses/early_stop"] = float(stop)
     return out
+
+
+def make_optimizer(nets: List[nn.Module], cfg: Config) -> torch.optim.Adam:
+    """One Adam over the policy (and critic) parameters; ``fused`` where the device supports it."""
+    params = [p for n in nets for p in n.parameters()]
+    return torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, **_fast_adam_kwargs(params[0].device))
+
+
+def _fast_adam_kwargs(device: torch.device) -> dict:
+    # measured in benchmarks/speed.py optim: fused beats foreach on the CPU for these nets
+    return {"fused": True}
 
 
 def check_finite(*modules: nn.Module) -> None:

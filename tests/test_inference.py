@@ -1,43 +1,61 @@
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
-from ppo_control.inference import Actor
-from ppo_control.networks import GaussianPolicy, ValueNet
+from ppo_control.inference import Actor, numpy_forward, policy_outputs
+from ppo_control.networks import GaussianPolicy, mlp
 
 
 @pytest.mark.parametrize("activation", ["tanh", "relu", "elu", "silu"])
-def test_numpy_fast_path_matches_torch_distribution(activation):
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_numpy_forward_is_generated_from_the_module_and_equals_it(activation, layer_norm):
     torch.manual_seed(0)
-    pi, vf = GaussianPolicy(6, 3, (32, 16), activation, init_log_std=-0.5), ValueNet(6, (32, 16), activation)
+    net = mlp(6, (32, 16), 3, activation, out_gain=1.0, layer_norm=layer_norm)
+    if layer_norm:  # LayerNorm's affine parameters away from their (1, 0) start
+        with torch.no_grad():
+            for m in net:
+                if isinstance(m, nn.LayerNorm):
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.uniform_(-0.3, 0.3)
+    obs = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32) * 3
+    fwd = numpy_forward(net)
+    with torch.no_grad():
+        ref = net(torch.from_numpy(obs)).numpy()
+    np.testing.assert_allclose(fwd(obs), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_untranslatable_modules_fall_back_to_torch():
+    class Residual(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return x + self.lin(x)
+    assert numpy_forward(nn.Sequential(nn.Linear(3, 4), Residual())) is None
+    pi = GaussianPolicy(nn.Sequential(nn.Linear(3, 4), Residual(), nn.Linear(4, 2)), 2)
+    actor = Actor(pi, torch.device("cpu"), np.random.default_rng(0))
+    assert actor.mean is None
+    torch.manual_seed(0)
+    a = actor.sample(np.zeros((3, 3), np.float32))
+    assert a.shape == (3, 2) and a.dtype == np.float32
+
+
+def test_numpy_samples_follow_the_policy_distribution():
+    torch.manual_seed(0)
+    pi = GaussianPolicy(mlp(6, (32, 16), 3, "tanh", 0.01), 3, init_log_std=-0.5)
     with torch.no_grad():
         pi.log_std.copy_(torch.tensor([-0.3, 0.1, -9.0]))  # last one clamped to log_std_min
-    obs = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32)
-    actor = Actor(pi, vf, torch.device("cpu"), np.random.default_rng(1))
-    assert actor.use_numpy
-    act, logp, val = actor.sample(obs)
-    assert act.shape == (5, 3) and logp.shape == (5,) and val.shape == (5,)
+    obs = np.random.default_rng(0).standard_normal((1, 6)).astype(np.float32)
+    actor = Actor(pi, torch.device("cpu"), np.random.default_rng(1))
+    assert actor.mean is not None
+    a = actor.sample(np.repeat(obs, 20000, 0))
     with torch.no_grad():
-        d = pi.dist(torch.from_numpy(obs))
-        ref_logp = d.log_prob(torch.from_numpy(act)).numpy()
-        ref_val = vf(torch.from_numpy(obs)).numpy()
-    np.testing.assert_allclose(logp, ref_logp, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(val, ref_val, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(actor.log_prob(obs, act), ref_logp, rtol=1e-4, atol=1e-4)
-    # the samples follow N(mean, std): standardised noise has mean 0 / std 1
-    big = np.repeat(obs[:1], 20000, 0)
-    a, _, _ = actor.sample(big)
-    z = (a - d.mean[0].numpy()) / pi.std().detach().numpy()
+        mean, std = pi(torch.from_numpy(obs))[0].numpy(), pi.std().numpy()
+    z = (a - mean) / std
     assert np.abs(z.mean(0)).max() < 0.05 and np.abs(z.std(0) - 1).max() < 0.05
-
-
-def test_closed_form_log_prob_entropy_equals_independent_normal():
-    torch.manual_seed(0)
-    pi = GaussianPolicy(4, 2)
-    with torch.no_grad():
-        pi.log_std.copy_(torch.tensor([0.4, -7.0]))
-    obs, act = torch.randn(9, 4), torch.randn(9, 2)
-    lp, ent = pi.log_prob_entropy(obs, act)
-    d = pi.dist(obs)
-    assert torch.allclose(lp, d.log_prob(act), atol=1e-5)
-    assert torch.allclose(ent, d.entropy(), atol=1e-6)
+    # the stored old log-prob is the torch head's, computed in one batched call after the rollout
+    obs_t, act_t = torch.from_numpy(np.repeat(obs, 4, 0)), torch.from_numpy(a[:4])
+    expect = pi.dist(obs_t).log_prob(act_t)
+    assert torch.allclose(policy_outputs(pi, obs_t, act_t, chunk=3), expect, atol=1e-5)

@@ -113,7 +113,8 @@ def test_mismatched_checkpoint_is_a_clear_error(tiny, tmp_path):
 
 
 def test_non_finite_parameters_stop_the_run_and_keep_the_last_good_checkpoint(tiny, tmp_path, monkeypatch):
-    real, calls = train_mod.update, {"n": 0}
+    import ppo_control.ppo as ppo_mod
+    real, calls = ppo_mod.update, {"n": 0}
 
     def poisoned(policy, *a, **k):
         out = real(policy, *a, **k)
@@ -122,7 +123,7 @@ def test_non_finite_parameters_stop_the_run_and_keep_the_last_good_checkpoint(ti
             with torch.no_grad():
                 policy.log_std.fill_(float("nan"))
         return out
-    monkeypatch.setattr(train_mod, "update", poisoned)
+    monkeypatch.setattr(ppo_mod, "update", poisoned)
     with pytest.raises(NonFiniteError, match="non-finite.*last good state \\(iteration 1\\)"):
         train(tiny(total_steps=512))
     st = load_checkpoint(tmp_path / "run")

@@ -1,0 +1,33 @@
+"""PPO for continuous control: one iteration = collect, GAE(lambda), update.
+
+    batch = collect_steps(...)                  # [T, N] rollout, old log-probs and values
+    batch.advantages, batch.returns = gae(...)  # termination cuts the bootstrap, truncation does not
+    stats = update(policy, critic, ...)         # clipped / dual-clip surrogate + entropy + value loss
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from .advantages import gae
+from .rollout import collect_steps
+from .update import update
+
+
+def iteration(ts) -> dict:
+    """One PPO iteration on the ``TrainState`` ``ts``; returns the statistics to log."""
+    cfg = ts.cfg
+    t0 = time.perf_counter()
+    batch = collect_steps(ts.envs, ts.policy, ts.critic, ts.obs_norm, ts.rew_scaler, ts.rollout,
+                          cfg.num_steps, ts.device, ts.np_rng)
+    batch.advantages, batch.returns = gae(batch.rewards, batch.values, batch.next_values, batch.terminated,
+                                          batch.truncated, cfg.gamma, cfg.gae_lambda)
+    t1 = time.perf_counter()
+    stats = update(ts.policy, ts.critic, ts.optimizer, batch.flat(), cfg, ts.generator, cfg.norm_adv)
+    stats["time/collect_s"], stats["time/update_s"] = t1 - t0, time.perf_counter() - t1  # where the time goes
+    y, v = batch.returns.flatten(), batch.values.flatten()
+    var_y = torch.var(y)
+    stats["losses/explained_variance"] = float("nan") if var_y == 0 else float(1 - torch.var(y - v) / var_y)
+    stats["charts/steps_this_iter"] = batch.rewards.numel()
+    return stats

@@ -1,0 +1,141 @@
+"""The autograd update: equal to the hand-written update it replaced, open to new loss terms and
+to any network.
+
+``data/update_golden.pt`` holds whole updates (3 epochs x 4 minibatches) run by the update loop
+ppo_control had until commit b2811f8 (hand-written MLP backward + flat Adam); see
+``data/make_update_golden.py``.
+"""
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from ppo_control import update as update_mod
+from ppo_control.config import make_config
+from ppo_control.losses import weighted_mean
+from ppo_control.networks import GaussianPolicy, ValueNet, mlp
+from ppo_control.update import NonFiniteError, make_optimizer, minibatch_loss, update
+
+GOLDEN = torch.load(Path(__file__).parent / "data" / "update_golden.pt", weights_only=True)
+
+
+def _old_nets(cfg, obs_dim=5, act_dim=3):
+    # the layout of the networks the golden file was written with: mean_net / net are Sequentials
+    pi = GaussianPolicy(mlp(obs_dim, cfg.hidden_sizes, act_dim, cfg.activation, 0.01), act_dim, cfg.init_log_std,
+                        cfg.log_std_min, cfg.log_std_max)
+    vf = None if cfg.algo == "grpo" else ValueNet(mlp(obs_dim, cfg.hidden_sizes, 1, cfg.activation))
+    return pi, vf
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN))
+def test_autograd_update_equals_the_hand_written_update_it_replaced(case):
+    g = GOLDEN[case]
+    cfg = make_config("classic", **g["config"])
+    pi, vf = _old_nets(cfg)
+    pi.load_state_dict(g["before"]["policy"])
+    if vf is not None:
+        vf.load_state_dict(g["before"]["critic"])
+    opt = make_optimizer([pi] + ([vf] if vf is not None else []), cfg)
+    stats = update(pi, vf, opt, g["data"], cfg, torch.Generator().manual_seed(7), cfg.norm_adv and vf is not None)
+    moved = 0.0
+    for net, key in ((pi, "policy"), (vf, "critic")):
+        if net is None:
+            continue
+        for name, p in net.state_dict().items():
+            expect = g[key][name]
+            assert torch.allclose(p, expect, atol=2e-5, rtol=1e-4), (case, name, (p - expect).abs().max())
+            moved = max(moved, float((expect - g["before"][key][name]).abs().max()))
+    assert moved > 1e-3  # the 12 Adam steps really changed the networks: equality is not trivial
+    for k in ("losses/policy_loss", "losses/approx_kl", "losses/clipfrac", "losses/value_loss", "grpo/kl_ref"):
+        if k in g["stats"]:
+            assert stats[k] == pytest.approx(g["stats"][k], rel=1e-3, abs=1e-6), k
+
+
+def _data(B=64, obs_dim=4, act_dim=2, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ret = torch.randn(B, generator=g)
+    return dict(obs=torch.randn(B, obs_dim, generator=g), actions=torch.randn(B, act_dim, generator=g),
+                logprobs=torch.full((B,), -2.0), advantages=torch.randn(B, generator=g), returns=ret,
+                values=ret + 0.1)
+
+
+def test_a_toy_loss_term_is_a_few_lines_and_is_optimised(monkeypatch):
+    # a new term: push every action mean towards 0.7 (added to the loss in one place)
+    def with_toy_term(policy, critic, mb, cfg, norm_adv):
+        loss, stats, logratio, adv = base(policy, critic, mb, cfg, norm_adv)
+        toy = ((policy(mb["obs"]) - 0.7) ** 2).mean()
+        stats["losses/toy"] = toy.detach()
+        return loss + 10.0 * toy, stats, logratio, adv
+    base = minibatch_loss
+    monkeypatch.setattr(update_mod, "minibatch_loss", with_toy_term)
+    cfg = make_config("classic", lr=1e-2, update_epochs=20, num_minibatches=2, max_grad_norm=10.0)
+    torch.manual_seed(0)
+    pi, vf = GaussianPolicy(mlp(4, (16,), 2, out_gain=0.01), 2), ValueNet(mlp(4, (16,), 1))
+    data = _data()
+    stats = update(pi, vf, make_optimizer([pi, vf], cfg), data, cfg, torch.Generator().manual_seed(0), True)
+    assert "losses/toy" in stats and stats["losses/toy"] < 0.49 * 0.5  # started at 0.49 (mean ~0)
+    assert float(pi(data["obs"]).detach().mean()) == pytest.approx(0.7, abs=0.1)
+
+
+def test_layer_norm_critic_of_another_width_trains():
+    cfg = make_config("classic", env_id="Hopper-v5", hidden_sizes=(16, 16), critic_hidden_sizes=(48, 32, 24),
+                      layer_norm="critic", lr=3e-3, update_epochs=30, num_minibatches=2, ent_coef=0.0)
+    from ppo_control.networks import make_critic, make_policy
+    torch.manual_seed(0)
+    pi, vf = make_policy(cfg, 4, 2), make_critic(cfg, 4)
+    assert [m.out_features for m in vf.net if isinstance(m, nn.Linear)] == [48, 32, 24, 1]
+    assert sum(isinstance(m, nn.LayerNorm) for m in vf.net) == 3 and not any(
+        isinstance(m, nn.LayerNorm) for m in pi.mean_net)
+    data = _data()
+    data["returns"] = data["obs"][:, 0] * 2.0 - data["obs"][:, 1]  # a function of the state to fit
+    with torch.no_grad():
+        before = float(((vf(data["obs"]) - data["returns"]) ** 2).mean())
+    update(pi, vf, make_optimizer([pi, vf], cfg), data, cfg, torch.Generator().manual_seed(0), True)
+    with torch.no_grad():
+        after = float(((vf(data["obs"]) - data["returns"]) ** 2).mean())
+    assert after < 0.2 * before, (before, after)
+    ln = [m for m in vf.net if isinstance(m, nn.LayerNorm)][0]
+    assert not torch.equal(ln.weight, torch.ones_like(ln.weight))  # LayerNorm's own parameters are trained
+
+
+def test_gradients_are_clipped_per_network():
+    cfg = make_config("classic", lr=1e-3, update_epochs=1, num_minibatches=1, max_grad_norm=0.5)
+    torch.manual_seed(0)
+    pi, vf = GaussianPolicy(mlp(4, (8,), 2, out_gain=0.01), 2), ValueNet(mlp(4, (8,), 1))
+    data = _data()
+    data["returns"] = data["returns"] * 1e4  # a huge value-loss gradient must not leak into the policy's clip
+    opt = make_optimizer([pi, vf], cfg)
+    seen = {}
+    real_step = opt.step
+
+    def step():
+        seen["pi"] = torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in pi.parameters()]))
+        seen["vf"] = torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in vf.parameters()]))
+        real_step()
+    opt.step = step
+    update(pi, vf, opt, data, cfg, torch.Generator().manual_seed(0), True)
+    assert float(seen["vf"]) == pytest.approx(0.5, rel=1e-4)  # clipped to max_grad_norm
+    assert 0.0 < float(seen["pi"]) < 0.5  # the policy's own, small norm, not scaled down by the critic's
+    loss, _, _, _ = minibatch_loss(pi, None, data, cfg, True)
+    assert loss.requires_grad  # the loss the update optimises is a differentiable tensor
+
+
+def test_log_std_below_its_clamp_gets_no_gradient():
+    cfg = make_config("classic", lr=1e-2, update_epochs=1, num_minibatches=1, ent_coef=0.1)
+    pi = GaussianPolicy(mlp(4, (8,), 2, out_gain=0.01), 2, init_log_std=-6.0, log_std_min=-5.0)
+    update(pi, None, make_optimizer([pi], cfg), _data(), cfg.replace(), torch.Generator().manual_seed(0), True)
+    assert torch.equal(pi.log_std.detach(), torch.full((2,), -6.0))
+
+
+def test_non_finite_loss_raises():
+    cfg = make_config("classic", update_epochs=1, num_minibatches=1)
+    pi, vf = GaussianPolicy(mlp(4, (8,), 2), 2), ValueNet(mlp(4, (8,), 1))
+    data = _data()
+    data["returns"][3] = float("nan")
+    with pytest.raises(NonFiniteError, match="non-finite loss"):
+        update(pi, vf, make_optimizer([pi, vf], cfg), data, cfg, torch.Generator().manual_seed(0), True)
+
+
+def test_weighted_mean_reduces_with_weights():
+    assert float(weighted_mean(torch.tensor([1.0, 3.0]), torch.tensor([3.0, 1.0]))) == pytest.approx(1.5)
