@@ -8,7 +8,7 @@ from typing import List, Optional
 
 from .checkpoint import CheckpointError
 from .cliargs import add_config_args, config_from_args
-from .config import PRESETS, ConfigError
+from .config import PRESETS, ConfigError, applied_env_overrides
 from .envs import EnvError, SnapshotError
 from .experiments import sweep
 from .update import NonFiniteError
@@ -26,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "32 minibatches, 10 epochs), 'default' = the same batch from 4 envs")
     t.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its checkpoint "
                    "(its saved config is used; other options are ignored)")
+    t.add_argument("--print-config", action="store_true", help="print the resolved config (preset, then its "
+                   "per-env overrides, then your flags) as JSON, with the per-env overrides applied, and exit")
     add_config_args(t)
 
     e = sub.add_parser("eval", help="evaluate a trained run", description="Deterministic (mean-action) "
@@ -47,6 +49,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.command == "train":
             from .train import train
+            if args.print_config:
+                cfg = config_from_args(args)
+                print(json.dumps({"config": cfg.to_dict(), "env_overrides_applied": applied_env_overrides(cfg)},
+                                 indent=2))
+                return 0
             if args.resume:
                 summary = train(resume=args.resume)
             else:

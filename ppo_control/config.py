@@ -250,6 +250,12 @@ ENV_OVERRIDES = {
 }
 
 
+def applied_env_overrides(cfg: Config) -> dict:
+    """The per-env adjustments of ``cfg.preset`` for ``cfg.env_id`` that ``cfg`` carries (not overridden)."""
+    table = ENV_OVERRIDES.get(cfg.preset, {}).get(cfg.env_id, {})
+    return {k: v for k, v in table.items() if getattr(cfg, k) == v}
+
+
 def make_config(preset: str = "default", **overrides) -> Config:
     """Build a Config from a named preset, env-specific tweaks, then explicit overrides."""
     if preset not in PRESETS:

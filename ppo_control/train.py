@@ -19,7 +19,7 @@ import numpy as np
 
 from . import grpo, ppo
 from .checkpoint import CHECKPOINT_NAME, CheckpointError, atomic_write_json, load_checkpoint, save_checkpoint
-from .config import Config
+from .config import Config, applied_env_overrides
 from .evaluate import Policy, evaluate, load_policy
 from .metrics import MetricsLogger, Progress
 from .runinfo import environment_info
@@ -42,8 +42,11 @@ def train(cfg: Optional[Config] = None, resume: Optional[str] = None) -> dict:
     ts = TrainState.build(cfg)
     if st is not None:
         ts.restore(st, run_dir / CHECKPOINT_NAME)
+    overrides = applied_env_overrides(cfg)
+    if overrides:
+        print(f"preset {cfg.preset!r} on {cfg.env_id}: per-env overrides {overrides}", file=sys.stderr)
     atomic_write_json(run_dir / "config.json", {"config": cfg.to_dict(), "environment": environment_info(),
-                                                "command": sys.argv})
+                                                "command": sys.argv, "env_overrides_applied": overrides})
     log = MetricsLogger(run_dir, cfg.tensorboard, ts.iteration if st else None,
                         ts.rollout.global_step if st else None)
     bar = Progress(cfg.total_steps, ts.rollout.global_step, cfg.progress, f"{cfg.algo} {cfg.env_id}")

@@ -58,3 +58,32 @@ def test_fast_preset():
     assert (h.num_envs, h.num_steps, h.num_minibatches, h.lr) == (4, 512, 32, 3e-4)
     assert make_config("fast", env_id="Hopper-v5", lr=1e-3).lr == 1e-3
     assert make_config("classic", env_id="Hopper-v5").num_envs == 1
+
+
+def test_config_defaults_are_the_default_preset():
+    assert Config() == make_config("default")
+    assert Config(env_id="Hopper-v5") == make_config("default", env_id="Hopper-v5")
+
+
+def test_per_network_sizes_and_layer_norm_options():
+    c = make_config(hidden_sizes=(32, 32), critic_hidden_sizes=(256, 256), layer_norm="critic")
+    assert c.actor_sizes == (32, 32) and c.critic_sizes == (256, 256)
+    assert Config.from_dict(c.to_dict()) == c
+    with pytest.raises(ConfigError, match="critic_hidden_sizes must be positive"):
+        make_config(critic_hidden_sizes=(256, -1))
+    with pytest.raises(ConfigError, match="layer_norm='all' is not one of"):
+        make_config(layer_norm="all")
+
+
+def test_print_config_shows_preset_env_overrides_and_flags(capsys):
+    import json
+
+    from ppo_control.cli import main
+    assert main(["train", "--preset", "fast", "--env-id", "Hopper-v5", "--lr", "5e-4", "--print-config"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    cfg = out["config"]
+    assert (cfg["num_envs"], cfg["num_steps"], cfg["lr"], cfg["preset"]) == (4, 512, 5e-4, "fast")
+    # lr was given on the command line, so of Hopper's per-env overrides only the batch shape applies
+    assert out["env_overrides_applied"] == {"num_envs": 4, "num_steps": 512, "num_minibatches": 32}
+    assert main(["train", "--critic-hidden-sizes", "128,128", "--print-config"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["critic_hidden_sizes"] == [128, 128]
