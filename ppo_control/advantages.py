@@ -69,9 +69,7 @@ def group_relative(rewards: torch.Tensor, alive: torch.Tensor, group_size: int, 
     ``group_std``/``zero_signal`` describe the whole-rollout returns.
     """
     T, N = rewards.shape
-    if N % group_size:
-        raise ValueError(f"N={N} envs is not a multiple of group_size={group_size}")
-    K, G = N // group_size, group_size
+    K, G = _groups(N, group_size)
     m = alive.to(rewards.dtype)
     rtg = discounted_returns(rewards * m, ~alive, gamma)  # reward-to-go inside each rollout, [T, N]
     ret = rtg[0].reshape(K, G)  # whole-rollout discounted return per member
@@ -99,3 +97,33 @@ def _normalise_groups(x: torch.Tensor, m: torch.Tensor, leave_one_out: bool, eps
         base = mean
     ok = (n >= 2) & (std >= thr)
     return torch.where(ok, (x - base) / (std + eps), torch.zeros_like(x)) * m
+
+
+def _groups(N: int, group_size: int):
+    if N % group_size:
+        raise ValueError(f"N={N} envs is not a multiple of group_size={group_size}")
+    return N // group_size, group_size
+
+
+def group_returns(rewards: torch.Tensor, alive: torch.Tensor, group_size: int, gamma: float = 1.0) -> torch.Tensor:
+    """Discounted whole-rollout return of each member, ``[T, N] -> [K, G]`` (the R_i of ``group_relative``)."""
+    K, G = _groups(rewards.shape[1], group_size)
+    return discounted_returns(rewards * alive.to(rewards.dtype), ~alive, gamma)[0].reshape(K, G)
+
+
+def within_group_share(returns: torch.Tensor) -> float:
+    """Share of the return variance that lies *within* groups, ``returns [K, G] -> float`` in [0, 1].
+
+    By the law of total variance (equal group sizes, population variances),
+    ``Var_all(R) = mean_k Var_i(R_ki) + Var_k(mean_i R_ki)``: the second term is the spread that the
+    start states explain (what the group baseline removes), the first the spread between members
+    of one group, i.e. what their actions explain.  The share is ``mean_k Var_i(R_ki) / Var_all(R)``
+    (0 where all returns are equal).  With common random numbers, members of a group differ only in
+    their first (branch) action and MuJoCo is deterministic, so this is the share of the return
+    spread explained by the branch action (logged as ``grpo/branch_spread_share``); without CRN it
+    is the share explained by all the actions of the rollouts.
+    """
+    total = returns.var(unbiased=False)
+    if returns.numel() < 2 or float(total) == 0.0:
+        return 0.0
+    return float(returns.var(dim=1, unbiased=False).mean() / total)

@@ -79,8 +79,9 @@ class Config:
     reward_clip: float = _f(10.0, "clip scaled rewards to [-reward_clip, reward_clip]")
     # --- GRPO --------------------------------------------------------------
     group_size: int = _f(16, "GRPO: rollouts per group, all started from the same simulator state")
-    start_state: str = _f("reset", "GRPO: where group start states come from: reset or visited",
-                          choices=("reset", "visited"))
+    start_state: str = _f("reset", "GRPO: where group start states come from: reset, visited (a pool of earlier "
+                                   "states) or branch (the current policy's own running trajectories)",
+                          choices=("reset", "visited", "branch"))
     horizon: Optional[int] = _f(None, "GRPO: max steps per group rollout (none = until the episode ends)")
     grpo_advantage: str = _f("outcome", "GRPO advantage: outcome (whole-rollout return) or per_step (reward-to-go)",
                              choices=("outcome", "per_step"))
@@ -89,6 +90,11 @@ class Config:
     ref_update_every: int = _f(0, "GRPO: refresh the reference policy every K iterations (0 = keep the initial)")
     zero_signal_threshold: float = _f(1e-6, "GRPO: groups with return std below this count as zero-signal")
     groups_per_iter: int = _f(1, "GRPO: group rounds collected per iteration (each round = num_envs/group_size groups)")
+    crn: bool = _f(False, "GRPO: common random numbers: after its own first (branch) action each member of a group "
+                          "uses the group's one shared noise sequence")
+    grpo_train_steps: str = _f("all", "GRPO: steps trained on: all (every member step) or branch (only each "
+                                      "member's first action, with its rollout's outcome advantage)",
+                               choices=("all", "branch"))
     # --- outputs -----------------------------------------------------------
     out_dir: str = _f("runs", "directory under which each run gets its own folder")
     run_name: Optional[str] = _f(None, "run folder name (none = env__algo__seed__time)")
@@ -215,6 +221,10 @@ def _validate(c: Config):
         _need(c.groups_per_iter >= 1, f"groups_per_iter must be >= 1 (got {c.groups_per_iter})")
         _need(c.ref_update_every >= 0, f"ref_update_every must be >= 0 (got {c.ref_update_every})")
         _need(not c.clip_vloss, "clip_vloss has no meaning for GRPO (it has no critic); remove --clip-vloss")
+        _need(c.grpo_train_steps == "all" or c.groups_per_iter * c.num_envs >= c.num_minibatches,
+              f"grpo_train_steps=branch trains one step per member, groups_per_iter*num_envs="
+              f"{c.groups_per_iter * c.num_envs} per update, fewer than num_minibatches={c.num_minibatches}; "
+              f"raise --groups-per-iter or lower --num-minibatches")
 
 
 # Presets --------------------------------------------------------------------
@@ -256,6 +266,9 @@ def applied_env_overrides(cfg: Config) -> dict:
     return {k: v for k, v in table.items() if getattr(cfg, k) == v}
 
 
+GRPO_EVAL_INTERVAL = 50_000  # make_config's eval_interval for GRPO when none is given
+
+
 def make_config(preset: str = "default", **overrides) -> Config:
     """Build a Config from a named preset, env-specific tweaks, then explicit overrides."""
     if preset not in PRESETS:
@@ -266,6 +279,9 @@ def make_config(preset: str = "default", **overrides) -> Config:
     if overrides.get("algo") == "grpo" and "num_envs" not in overrides:
         # GRPO needs whole groups: one group per round unless told otherwise
         values["num_envs"] = overrides.get("group_size", Config.group_size)
+    if overrides.get("algo") == "grpo" and "eval_interval" not in overrides:
+        # short-horizon GRPO trains on no whole episode, so its only return curve is this evaluation
+        values["eval_interval"] = GRPO_EVAL_INTERVAL
     values.update(overrides)
     values["preset"] = preset
     return Config(**values)

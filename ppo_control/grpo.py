@@ -1,18 +1,27 @@
 """GRPO for continuous control: critic-free updates from groups that share a simulator start state.
 
 One iteration:
-    for each round:  pick K start states (fresh resets, or states the policy visited before),
-                     restore each into its G member envs, roll all N = K*G envs out,
+    for each round:  pick K start states (fresh resets, states the policy visited before, or the
+                     current policy's own running trajectories: ``branch``, TRPO's "vine"),
+                     restore each into its G member envs, roll all N = K*G envs out
+                     (``crn``: one shared noise sequence per group after the branch action),
                      group-relative advantages, per-step weights 1/(M * len_i)
+                     (``grpo_train_steps=branch``: only the first action of each member, weight 1/M)
     update(policy, critic=None, ...) with the same clipped/dual-clip surrogate as PPO
                      and beta * KL_k3(pi || pi_ref)
+
+What a run carries between iterations lives in ``ts.extra`` (checkpointed with the rest):
+``pool`` (visited start states) and ``trunk`` (branch: the K trunk states the next round starts
+from).  All sampling (start picks, noise, trunk member picks) draws from ``ts.np_rng``.
 """
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import torch
 
-from .advantages import group_relative
+from .advantages import group_relative, group_returns, within_group_share
 from .rollout import FLAT_FIELDS, collect_groups
 from .update import update
 
@@ -21,8 +30,15 @@ RECORDS_PER_ROUND = 8     # snapshots added to the pool per round
 
 
 def _start_states(ts, K: int):
-    """K snapshots and a [K] mask of those drawn fresh from the env's reset distribution."""
+    """K snapshots and a [K] mask of those at the start of an episode (whole episodes count as returns)."""
     cfg, envs, G = ts.cfg, ts.envs, ts.cfg.group_size
+    if cfg.start_state == "branch":
+        # K trunks: the envs' own seeded resets (TrainState.build) the first time, then carried on
+        trunk = ts.extra.get("trunk")
+        if trunk is None:
+            snaps = envs.get_snapshots()
+            trunk = [snaps[k * G] for k in range(K)]
+        return trunk, np.array([int(s["elapsed_steps"]) == 0 for s in trunk])
     envs.reset()  # each env draws from its own reset distribution with its own RNG
     fresh = [envs.get_snapshots()[k * G] for k in range(K)]
     pool = ts.extra.setdefault("pool", [])
@@ -31,6 +47,16 @@ def _start_states(ts, K: int):
     # group 0 always starts fresh so t = 0 states stay covered and the pool keeps renewing
     picks = ts.np_rng.integers(0, len(pool), size=K - 1)
     return fresh[:1] + [pool[int(i)] for i in picks], np.arange(K) == 0
+
+
+def _advance_trunks(ts, K: int) -> None:
+    """Branch: each trunk continues from where one of its group's members (picked at random, blind
+    to the returns, so the trunk stays an on-policy trajectory) stands after this round; a member
+    whose episode ended has been reset by its env, so trunks restart episodes by themselves."""
+    G = ts.cfg.group_size
+    snaps = ts.envs.get_snapshots()
+    pick = ts.np_rng.integers(0, G, size=K)
+    ts.extra["trunk"] = [snaps[k * G + int(j)] for k, j in enumerate(pick)]
 
 
 def _max_len(ts) -> int:
@@ -43,21 +69,34 @@ def iteration(ts) -> dict:
     cfg, envs = ts.cfg, ts.envs
     G, N = cfg.group_size, cfg.num_envs
     K, H = N // G, _max_len(ts)
-    parts, stds, zeros, returns, lengths, env_steps = [], [], [], [], [], 0
+    parts, stds, zeros, returns, lengths, group_rets, env_steps = [], [], [], [], [], [], 0
+    t0 = time.perf_counter()
     for _ in range(cfg.groups_per_iter):
         starts, fresh = _start_states(ts, K)
         obs0 = envs.set_snapshots([starts[i // G] for i in range(N)], restore_rng=False)
-        record_at = tuple(int(x) for x in ts.np_rng.integers(0, H, size=RECORDS_PER_ROUND))
+        record_at = ()
+        if cfg.start_state == "visited":
+            record_at = tuple(int(x) for x in ts.np_rng.integers(0, H, size=RECORDS_PER_ROUND))
         # reference log-probs are always collected so grpo/kl_ref is logged even with kl_coef = 0
-        gr = collect_groups(envs, ts.policy, ts.ref_policy, ts.obs_norm, obs0, H, ts.device, record_at, ts.np_rng)
+        gr = collect_groups(envs, ts.policy, ts.ref_policy, ts.obs_norm, obs0, H, ts.device, record_at, ts.np_rng,
+                            group_size=G, crn=cfg.crn)
+        if cfg.start_state == "branch":
+            _advance_trunks(ts, K)
         b = gr.batch
         b.advantages, gstd, zero = group_relative(b.rewards, b.mask, G, cfg.gamma, cfg.grpo_advantage,
                                                   cfg.leave_one_out, zero_threshold=cfg.zero_signal_threshold)
-        parts.append((b, torch.from_numpy(gr.lengths).to(b.rewards)))
-        pool = ts.extra.setdefault("pool", [])
-        pool.extend(gr.visited)
-        del pool[:-POOL_SIZE]
-        # whole episodes (fresh start, ended by the env, not by the horizon) feed charts/episodic_return
+        group_rets.append(group_returns(b.rewards, b.mask, G, cfg.gamma))
+        trained_len = torch.from_numpy(gr.lengths).to(b.rewards)
+        if cfg.grpo_train_steps == "branch":
+            # only the branch action: at t = 0 per_step and outcome advantages coincide
+            b.mask = b.mask & (torch.arange(b.mask.shape[0], device=b.mask.device) == 0)[:, None]
+            trained_len = torch.ones_like(trained_len)
+        parts.append((b, trained_len))
+        if cfg.start_state == "visited":
+            pool = ts.extra.setdefault("pool", [])
+            pool.extend(gr.visited)
+            del pool[:-POOL_SIZE]
+        # whole episodes (started at t = 0, ended by the env, not by the horizon) feed charts/episodic_return
         full = gr.ended & np.repeat(fresh, G)
         ts.rollout.episodes.extend((float(r), int(n)) for r, n, f in zip(gr.returns, gr.lengths, full) if f)
         stds.append(gstd)
@@ -68,28 +107,35 @@ def iteration(ts) -> dict:
     returns, lengths = np.concatenate(returns), np.concatenate(lengths)
     used_steps = int(lengths.sum())
     data = _merge(parts, len(parts) * N)
+    t1 = time.perf_counter()
     stats = update(ts.policy, None, ts.optimizer, data, cfg, ts.generator, norm_adv=False)
+    stats["time/collect_s"], stats["time/update_s"] = t1 - t0, time.perf_counter() - t1
     ts.rollout.global_step += used_steps
     if cfg.ref_update_every and (ts.iteration + 1) % cfg.ref_update_every == 0:
         ts.ref_policy.load_state_dict(ts.policy.state_dict())  # copies the values
     gstd, zero = torch.cat(stds), torch.cat(zeros)
     group_steps = lengths.reshape(-1, G).sum(1).astype(np.float64)
+    share = within_group_share(torch.cat(group_rets))
     stats.update({
         "grpo/group_return_std": float(gstd.mean()),
         "grpo/zero_signal_frac": float(zero.float().mean()),
+        "grpo/within_group_share": share,
         "grpo/adv_abs_mean": float(data["advantages"].abs().mean()),
         "grpo/adv_std": float(data["advantages"].std()) if data["advantages"].numel() > 1 else 0.0,
         "grpo/group_return_mean": float(returns.mean()),
         "grpo/member_len_mean": float(lengths.mean()),
+        "grpo/trained_samples": int(data["advantages"].numel()),
         "grpo/group_step_share_max": float(group_steps.max() / used_steps) if used_steps else 0.0,
         "grpo/wasted_step_frac": 1.0 - used_steps / max(env_steps, 1),
         "charts/steps_this_iter": used_steps,
     })
+    if cfg.crn:  # members differ only in their branch action: see advantages.within_group_share
+        stats["grpo/branch_spread_share"] = share
     return stats
 
 
 def _merge(parts, members: int) -> dict:
-    """Flatten the rounds' alive steps; weight each step 1/(members * len_i) so every rollout counts once."""
+    """Flatten the rounds' trained steps; weight each step 1/(members * len_i) so every rollout counts once."""
     out = {}
     for b, lengths in parts:
         w = (b.mask.to(b.rewards.dtype) / lengths.clamp(min=1).unsqueeze(0)) / members

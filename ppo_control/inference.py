@@ -93,13 +93,19 @@ class Actor:
             self.std = policy.std().detach().cpu().numpy()
 
     # no torch.no_grad decorators here: they cost ~10 us per call, more than the numpy path's arithmetic
-    def sample(self, obs: np.ndarray) -> np.ndarray:
+    def sample(self, obs: np.ndarray, eps: Optional[np.ndarray] = None) -> np.ndarray:
+        """``eps [N, A]`` float32: the standard-normal noise to use (GRPO's common random numbers
+        pass one row per group, repeated); None draws it here."""
         if self.mean is not None:
             mean = self.mean(obs)
-            eps = self.rng.standard_normal(mean.shape, dtype=np.float32)
+            if eps is None:
+                eps = self.rng.standard_normal(mean.shape, dtype=np.float32)
             return (mean + self.std * eps).astype(np.float32)
         with torch.no_grad():
-            return self.policy.dist(torch.from_numpy(obs).to(self.device)).sample().cpu().numpy()
+            d = self.policy.dist(torch.from_numpy(obs).to(self.device))
+            if eps is None:
+                return d.sample().cpu().numpy()
+            return (d.mean + d.stddev * torch.from_numpy(eps).to(d.mean)).cpu().numpy()
 
 
 @torch.no_grad()

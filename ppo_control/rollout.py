@@ -136,12 +136,20 @@ class GroupRollout:
 
 def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[GaussianPolicy],
                    obs_norm: ObsNormalizer, start_obs: np.ndarray, horizon: int, device: torch.device,
-                   record_at: Tuple[int, ...] = (), rng: Optional[np.random.Generator] = None) -> GroupRollout:
+                   record_at: Tuple[int, ...] = (), rng: Optional[np.random.Generator] = None,
+                   group_size: int = 1, crn: bool = False) -> GroupRollout:
     """Roll out every env (already restored to its group's start state, obs ``start_obs`` [N, obs_dim])
     until its episode ends or ``horizon`` steps pass.  At the steps in ``record_at`` a snapshot of
-    one random still-running env is kept for the visited-state pool."""
-    N, T = envs.num_envs, horizon
-    actor = Actor(policy, device, rng if rng is not None else np.random.default_rng())
+    one random still-running env is kept for the visited-state pool.
+
+    ``crn`` (common random numbers): the first action of every member is its own draw (the branch
+    action); from t = 1 on the G members of a group (envs ``k*G .. k*G+G-1``) use one shared noise
+    row, ``a_t = mu(s_t) + std * eps_t``, so members in identical states take identical actions and
+    the group's return spread comes from the branch actions, not from H steps of independent noise.
+    """
+    N, T, G = envs.num_envs, horizon, group_size
+    rng = rng if rng is not None else np.random.default_rng()
+    actor = Actor(policy, device, rng)
     obs_buf = np.zeros((T, N, envs.obs_dim), np.float32)
     act_buf = np.zeros((T, N, envs.act_dim), np.float32)
     rew_buf = np.zeros((T, N), np.float32)
@@ -152,14 +160,18 @@ def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[Ga
     lengths, returns, ended = np.zeros(N, np.int64), np.zeros(N), np.zeros(N, bool)
     obs, visited, steps, t = start_obs, [], 0, 0
     for t in range(T):
-        if t in record_at and rng is not None:
+        if t in record_at:
             snaps = envs.get_snapshots()
             visited.append(snaps[int(rng.choice(np.flatnonzero(alive)))])
         if obs_norm.enabled:  # statistics from the rollouts' own states only, not finished members'
             obs_norm.rms.update(obs[alive])
         o = obs_norm(obs)
         obs_buf[t] = o
-        act_buf[t] = actor.sample(o)
+        eps = None
+        if crn:
+            eps = rng.standard_normal((N if t == 0 else N // G, envs.act_dim), dtype=np.float32)
+            eps = eps if t == 0 else np.repeat(eps, G, axis=0)
+        act_buf[t] = actor.sample(o, eps)
         obs, r, term, trunc, _ = envs.step(envs.clip_actions(act_buf[t]))
         steps += N
         alive_buf[t] = alive

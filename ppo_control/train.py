@@ -141,6 +141,20 @@ def _finish(ts: TrainState, run_dir: Path) -> dict:
         atomic_write_json(run_dir / "eval.json", ev)
         summary["eval_return"] = ev["mean_return"]
         summary["eval_return_std"] = ev["std_return"]
+    # never NaN: short-horizon GRPO trains on no whole episode, so a deterministic evaluation stands in
+    summary["final_return_source"] = "training_episodes"
+    if not np.isfinite(summary["final_return"]):
+        from .metrics import read_jsonl
+        rows = read_jsonl(run_dir / "metrics.jsonl") if (run_dir / "metrics.jsonl").exists() else []
+        periodic = [r["eval/return"] for r in rows if np.isfinite(r.get("eval/return", float("nan")))]
+        if "eval_return" in summary:
+            summary["final_return"], summary["final_return_source"] = summary["eval_return"], "final_eval"
+        elif periodic:
+            summary["final_return"], summary["final_return_source"] = periodic[-1], "periodic_eval"
+        else:
+            summary["final_return"] = evaluate(load_policy(run_dir), cfg.env_id, cfg.eval_interval_episodes,
+                                               seed=cfg.seed + 10_000)["mean_return"]
+            summary["final_return_source"] = "final_eval"
     atomic_write_json(run_dir / "summary.json", summary)
     return summary
 
