@@ -146,7 +146,8 @@ def _finish(ts: TrainState, run_dir: Path) -> dict:
     if not np.isfinite(summary["final_return"]):
         from .metrics import read_jsonl
         rows = read_jsonl(run_dir / "metrics.jsonl") if (run_dir / "metrics.jsonl").exists() else []
-        periodic = [r["eval/return"] for r in rows if np.isfinite(r.get("eval/return", float("nan")))]
+        periodic = [r["eval/return"] for r in rows if r.get("eval/return") is not None
+                    and np.isfinite(r["eval/return"])]  # NaN is written as null
         if "eval_return" in summary:
             summary["final_return"], summary["final_return_source"] = summary["eval_return"], "final_eval"
         elif periodic:
