@@ -106,3 +106,231 @@ def test_grpo_run_logs_group_diagnostics_and_resumes_exactly(tiny, tmp_path, mon
 def test_grpo_needs_a_restorable_env(tiny):
     with pytest.raises(SnapshotError, match="not MuJoCo-based"):
         train(tiny(algo="grpo", env_id="Pendulum-v1", group_size=2, num_envs=2))
+
+
+# ---- issue 12: branch (vine) starts, common random numbers, trained steps ----------------------------
+
+from ppo_control.advantages import group_relative, within_group_share  # noqa: E402
+from ppo_control.config import ConfigError, GRPO_EVAL_INTERVAL, make_config  # noqa: E402
+from ppo_control.rollout import collect_groups  # noqa: E402
+
+
+def _spy_collect(monkeypatch):
+    """Record, for every round, the envs' snapshots at the start and at the end of collect_groups."""
+    rounds = []
+    real = grpo.collect_groups
+
+    def spy(envs, *a, **k):
+        start = envs.get_snapshots()
+        out = real(envs, *a, **k)
+        rounds.append((start, envs.get_snapshots(), k.get("crn")))
+        return out
+    monkeypatch.setattr(grpo, "collect_groups", spy)
+    return rounds
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "batched"])
+def test_branch_members_start_in_the_trunk_state_and_trunks_continue_on(tiny, monkeypatch, vectorization):
+    rounds = _spy_collect(monkeypatch)
+    ts = TrainState.build(g_cfg(tiny, start_state="branch", vectorization=vectorization))
+    for _ in range(3):
+        grpo.iteration(ts)
+    for r, (start, end, _) in enumerate(rounds):
+        phys = [s["physics"] for s in start]
+        for k in range(2):  # 8 envs = 2 groups of 4: bit-identical full MuJoCo state inside a group
+            assert all(np.array_equal(phys[4 * k], p) for p in phys[4 * k:4 * k + 4])
+            assert all(np.array_equal(start[4 * k]["obs"], s["obs"]) for s in start[4 * k:4 * k + 4])
+        assert not np.array_equal(phys[0], phys[4])
+        if r > 0:  # each trunk goes on from where one of its own group's members stood after the last round
+            prev_end = [s["physics"] for s in rounds[r - 1][1]]
+            for k in range(2):
+                assert any(np.array_equal(phys[4 * k], p) for p in prev_end[4 * k:4 * k + 4])
+    assert [s["elapsed_steps"] for s in rounds[0][0]] == [0] * 8  # first round: the seeded resets
+    assert max(s["elapsed_steps"] for s in rounds[-1][0]) > 0     # later: mid-episode states
+    ts.envs.close()
+
+
+def _noise(policy, batch):
+    """eps_t = (a_t - mu(s_t)) / std recovered from a rollout, [T, N, A]."""
+    with torch.no_grad():
+        return (batch.actions - policy.mean_net(batch.obs)) / policy.std()
+
+
+@pytest.mark.parametrize("crn", [False, True])
+def test_crn_members_share_the_noise_after_their_own_branch_action(tiny, crn):
+    ts = TrainState.build(g_cfg(tiny, env_id="HalfCheetah-v5", num_envs=6, group_size=3, vectorization="batched"))
+    obs0 = ts.envs.set_snapshots([ts.envs.get_snapshots()[3 * (i // 3)] for i in range(6)], restore_rng=False)
+    gr = collect_groups(ts.envs, ts.policy, None, ts.obs_norm, obs0, 5, ts.device, rng=np.random.default_rng(0),
+                        group_size=3, crn=crn)
+    eps = _noise(ts.policy, gr.batch)  # [5, 6, A]
+    same = lambda t, i, j: torch.allclose(eps[t, i], eps[t, j], atol=1e-5)  # noqa: E731
+    assert not same(0, 0, 1) and not same(0, 3, 4)           # branch actions: each member's own draw
+    for t in range(1, 5):
+        assert same(t, 0, 1) == same(t, 1, 2) == same(t, 3, 5) == crn  # shared inside a group iff CRN
+        assert not same(t, 0, 3)                                     # never across groups
+    ts.envs.close()
+
+
+class _SharedFirstDraw:
+    """A numpy Generator whose draws for all N members are shared per group (also at t = 0)."""
+
+    def __init__(self, n, g):
+        self.rng, self.n, self.g = np.random.default_rng(0), n, g
+
+    def standard_normal(self, shape, dtype):
+        if shape[0] == self.n:
+            return np.repeat(self.rng.standard_normal((self.n // self.g, shape[1]), dtype=dtype), self.g, axis=0)
+        return self.rng.standard_normal(shape, dtype=dtype)
+
+
+def test_identical_states_and_common_noise_give_identical_actions_and_trajectories(tiny):
+    # 8 envs: BLAS computes every row of a batch alike when N is a multiple of 4 (here: a remainder
+    # row, e.g. the 5th and 6th of 6, can differ from the others in the last bit)
+    ts = TrainState.build(g_cfg(tiny, env_id="HalfCheetah-v5", vectorization="batched"))
+    obs0 = ts.envs.set_snapshots([ts.envs.get_snapshots()[4 * (i // 4)] for i in range(8)], restore_rng=False)
+    gr = collect_groups(ts.envs, ts.policy, None, ts.obs_norm, obs0, 30, ts.device, rng=_SharedFirstDraw(8, 4),
+                        group_size=4, crn=True)
+    b = gr.batch
+    for k in range(2):
+        m = slice(4 * k, 4 * k + 4)
+        assert (b.actions[:, m] == b.actions[:, 4 * k:4 * k + 1]).all()  # identical states -> identical actions
+        assert (b.rewards[:, m] == b.rewards[:, 4 * k:4 * k + 1]).all()  # ... and bit-identical trajectories
+    snaps = ts.envs.get_snapshots()
+    assert all(np.array_equal(snaps[0]["physics"], snaps[i]["physics"]) for i in range(4))
+    assert not np.array_equal(b.actions[:, 0], b.actions[:, 4])
+    ts.envs.close()
+
+
+def test_actor_uses_the_noise_it_is_given_on_both_paths():
+    from ppo_control.inference import Actor
+    from ppo_control.networks import make_policy
+    pol = make_policy(make_config("default", init_log_std=-0.7), 3, 2)
+    obs = np.ones((2, 3), np.float32)  # identical states
+    eps = np.array([[0.5, -1.0], [0.5, -1.0]], np.float32)
+    a = Actor(pol, torch.device("cpu"), np.random.default_rng(0))
+    fast = a.sample(obs, eps)
+    a.mean = None  # the torch path (used off the CPU / for untranslatable networks)
+    slow = a.sample(obs, eps)
+    with torch.no_grad():
+        want = (pol.mean_net(torch.from_numpy(obs)) + pol.std() * torch.from_numpy(eps)).numpy()
+    assert np.array_equal(fast[0], fast[1]) and np.allclose(fast, want, atol=1e-6)
+    assert np.allclose(slow, want, atol=1e-6)
+
+
+def test_within_group_share_hand_computed():
+    # groups {1, 3} and {5, 7}: within-group variance 1 each, total variance of {1, 3, 5, 7} = 5
+    assert within_group_share(torch.tensor([[1.0, 3.0], [5.0, 7.0]])) == pytest.approx(0.2)
+    assert within_group_share(torch.tensor([[1.0, 3.0], [1.0, 3.0]])) == pytest.approx(1.0)  # same states
+    assert within_group_share(torch.tensor([[2.0, 2.0], [4.0, 4.0]])) == 0.0  # the states explain all
+    assert within_group_share(torch.full((2, 2), 3.0)) == 0.0
+
+
+def test_per_step_baseline_is_taken_per_time_step_inside_each_group():
+    # two groups of 2, three steps; group 2's rewards are 100x larger: each (t, group) is normalised alone
+    rew = torch.tensor([[1.0, 3.0, 100.0, 300.0], [2.0, 0.0, 200.0, 0.0], [0.0, 1.0, 0.0, 100.0]])
+    adv, _, _ = group_relative(rew, torch.ones(3, 4, dtype=torch.bool), 2, gamma=1.0, mode="per_step")
+    # reward-to-go: t0 (3, 4 | 300, 400), t1 (2, 1 | 200, 100), t2 (0, 1 | 0, 100)
+    want = torch.tensor([[-1.0, 1.0, -1.0, 1.0], [1.0, -1.0, 1.0, -1.0], [-1.0, 1.0, -1.0, 1.0]])
+    assert torch.allclose(adv, want, atol=1e-6)
+
+
+def _spy_update(monkeypatch):
+    seen = []
+    real = grpo.update
+
+    def spy(policy, critic, opt, data, *a, **k):
+        seen.append({key: (v.clone() if v is not None else None) for key, v in data.items()})
+        return real(policy, critic, opt, data, *a, **k)
+    monkeypatch.setattr(grpo, "update", spy)
+    return seen
+
+
+@pytest.mark.parametrize("adv_mode", ["outcome", "per_step"])
+def test_train_steps_branch_trains_each_members_first_action_with_its_outcome_advantage(tiny, monkeypatch, adv_mode):
+    seen, rounds = _spy_update(monkeypatch), []
+    real = grpo.collect_groups
+    monkeypatch.setattr(grpo, "collect_groups", lambda *a, **k: rounds.append(real(*a, **k)) or rounds[-1])
+    ts = TrainState.build(g_cfg(tiny, env_id="HalfCheetah-v5", start_state="branch", crn=True, groups_per_iter=2,
+                                grpo_train_steps="branch", grpo_advantage=adv_mode))
+    stats = grpo.iteration(ts)
+    d = seen[0]
+    assert d["advantages"].shape == (16,) and stats["grpo/trained_samples"] == 16  # 2 rounds x 8 members
+    first = torch.cat([r.batch.obs[0] for r in rounds])
+    assert torch.equal(d["obs"], first)  # only the t = 0 (branch) steps
+    alive = [torch.arange(r.batch.rewards.shape[0])[:, None] < torch.from_numpy(r.lengths)[None] for r in rounds]
+    want = torch.cat([group_relative(r.batch.rewards, a, 4, ts.cfg.gamma, "outcome")[0][0]
+                      for r, a in zip(rounds, alive)])
+    assert torch.allclose(d["advantages"], want, atol=1e-6)
+    assert torch.allclose(d["weights"], torch.full((16,), 1 / 16))
+    assert stats["charts/steps_this_iter"] == 2 * 8 * 20  # every simulated step counts as used
+    assert stats["grpo/branch_spread_share"] == stats["grpo/within_group_share"]
+    ts.envs.close()
+
+
+def test_branch_spread_share_is_logged_only_with_crn(tiny):
+    ts = TrainState.build(g_cfg(tiny, start_state="branch"))
+    stats = grpo.iteration(ts)
+    assert "grpo/branch_spread_share" not in stats and 0.0 < stats["grpo/within_group_share"] < 1.0
+    ts.envs.close()
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "batched"])
+def test_branch_crn_run_resumes_exactly(tiny, tmp_path, monkeypatch, vectorization):
+    """The trunk states (ts.extra) and the noise stream (np_rng) survive a Ctrl-C mid-iteration."""
+    kw = dict(start_state="branch", crn=True, total_steps=480, vectorization=vectorization)
+    full = train(g_cfg(tiny, run_name="full", **kw))
+    cls = type(TrainState.build(g_cfg(tiny, vectorization=vectorization)).envs)
+    real, calls = cls.step, {"n": 0}
+
+    def step(self, actions):
+        calls["n"] += 1
+        if calls["n"] == 2 * 20 + 7:  # inside the third iteration's rollout
+            raise KeyboardInterrupt
+        return real(self, actions)
+    monkeypatch.setattr(cls, "step", step)
+    with pytest.raises(KeyboardInterrupt):
+        train(g_cfg(tiny, run_name="cut", **kw))
+    monkeypatch.undo()
+    st = load_checkpoint(tmp_path / "cut")
+    assert st["iteration"] == 2 and len(st["extra"]["trunk"]) == 2
+    res = train(resume=str(tmp_path / "cut"))
+    assert res["global_step"] == full["global_step"]
+    a, b = load_checkpoint(tmp_path / "full"), load_checkpoint(tmp_path / "cut")
+    assert all(torch.equal(a["policy"][k], b["policy"][k]) for k in a["policy"])
+    assert all(torch.equal(x["physics"], y["physics"]) for x, y in zip(a["extra"]["trunk"], b["extra"]["trunk"]))
+    rows_full = read_jsonl(tmp_path / "full" / "metrics.jsonl")
+    rows_res = read_jsonl(tmp_path / "cut" / "metrics.jsonl")
+    assert [r["losses/policy_loss"] for r in rows_res] == [r["losses/policy_loss"] for r in rows_full]
+
+
+def test_short_horizon_summary_falls_back_to_evaluation(tiny, tmp_path):
+    """With H below the episode length no training episode ends: final_return comes from an evaluation."""
+    s = train(g_cfg(tiny, env_id="HalfCheetah-v5", start_state="branch", run_name="a", total_steps=160))
+    assert np.isfinite(s["final_return"]) and s["final_return_source"] == "final_eval"
+    s = train(g_cfg(tiny, env_id="HalfCheetah-v5", start_state="branch", run_name="b", total_steps=160,
+                    eval_episodes=1))
+    assert s["final_return"] == s["eval_return"] and s["final_return_source"] == "final_eval"
+    s = train(g_cfg(tiny, env_id="HalfCheetah-v5", start_state="branch", run_name="c", total_steps=320,
+                    eval_interval=160, eval_interval_episodes=1))
+    evals = [r["eval/return"] for r in read_jsonl(tmp_path / "c" / "metrics.jsonl") if np.isfinite(r["eval/return"])]
+    assert s["final_return"] == evals[-1] and s["final_return_source"] == "periodic_eval"
+    s = train(g_cfg(tiny, run_name="d", total_steps=160))  # Hopper at init falls within 20 steps: real episodes
+    assert s["final_return_source"] == "training_episodes"
+
+
+def test_grpo_options_help_validation_and_defaults():
+    from ppo_control.config import Config
+    import dataclasses
+    fields = {f.name: f for f in dataclasses.fields(Config)}
+    for name in ("crn", "grpo_train_steps", "start_state"):
+        assert fields[name].metadata["help"].startswith("GRPO")
+    assert "branch" in fields["start_state"].metadata["choices"]
+    with pytest.raises(ConfigError, match="raise --groups-per-iter or lower --num-minibatches"):
+        make_config("default", algo="grpo", group_size=8, num_envs=16, grpo_train_steps="branch")
+    make_config("default", algo="grpo", group_size=8, num_envs=16, grpo_train_steps="branch", groups_per_iter=2)
+    with pytest.raises(ConfigError, match="grpo_train_steps='every' is not one of"):
+        make_config("default", algo="grpo", grpo_train_steps="every")
+    # GRPO evaluates every 50k steps unless told otherwise (its short rollouts finish no episode); PPO does not
+    assert make_config("default", algo="grpo").eval_interval == GRPO_EVAL_INTERVAL == 50_000
+    assert make_config("default", algo="grpo", eval_interval=0).eval_interval == 0
+    assert make_config("default").eval_interval == 0

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Issue 12 pilot ablation (300k steps, seed 1, one run at a time): start source x CRN x trained steps x H,
+# starting from the setting the issue's note found (visited, H 32, per_step, G 8, 64 envs, gamma 0.95,
+# init log-std -0.5). Every varied field is a --grid axis, so run names say the setting.
+# Resumable: a finished run is skipped. Usage: bash benchmarks/grpo_pilot.sh ENV [STAGE]
+set -eu
+ENV=${1:-HalfCheetah-v5}
+STAGE=${2:-1}
+OUT=results/runs/grpo_pilot
+COMMON="--algo grpo --env-id $ENV --grpo-advantage per_step --group-size 8 --num-envs 64 --gamma 0.95
+        --init-log-std -0.5 --total-steps 300000 --eval-interval 50000 --seeds 1 --workers 1 --no-report
+        --no-progress --out-dir $OUT"
+run() { ppo-control sweep $COMMON "$@"; }
+if [ "$STAGE" = 1 ]; then
+  # trained on every member step (per-step group baseline): start source x CRN
+  run --grid start_state=visited --grid crn=false --grid grpo_train_steps=all --grid horizon=32
+  run --grid start_state=branch --grid crn=false,true --grid grpo_train_steps=all --grid horizon=32
+  # vine: only the branch actions (one sample per member: 4 rounds per update, 4 minibatches)
+  run --grid start_state=branch --grid crn=true --grid grpo_train_steps=branch --grid horizon=32 \
+      --grid groups_per_iter=4 --grid num_minibatches=4
+fi
+if [ "$STAGE" = 2 ]; then
+  # longer horizon for the leading settings
+  run --grid start_state=visited,branch --grid crn=false,true --grid grpo_train_steps=all --grid horizon=128
+fi
