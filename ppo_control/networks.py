@@ -87,14 +87,51 @@ class GaussianPolicy(nn.Module):
 
 
 class ValueNet(nn.Module):
-    """V(s) = net(s): obs [B, obs_dim] -> [B], for any ``net`` with one output."""
+    """V(s) = net(s): obs [B, obs_dim] -> [B], for any ``net`` with one output.
 
-    def __init__(self, net: nn.Module):
+    With ``normalize_targets`` the net's output lives in the space of returns normalised by their
+    running mean/std (buffers, so they are checkpointed with the critic): ``forward`` gives
+    ``out * std + mean``, the value in reward units; :meth:`normalize` maps returns and values
+    into the net's space, where the value loss is taken.
+    """
+
+    def __init__(self, net: nn.Module, normalize_targets: bool = False):
         super().__init__()
         self.net = net
+        self.normalize_targets = normalize_targets
+        if normalize_targets:
+            self.register_buffer("ret_mean", torch.zeros((), dtype=torch.float64))
+            self.register_buffer("ret_var", torch.ones((), dtype=torch.float64))
+            self.register_buffer("ret_count", torch.full((), 1e-4, dtype=torch.float64))
+
+    def _moments(self):
+        return self.ret_mean.float(), (self.ret_var.float() + 1e-8).sqrt()
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.net(obs).squeeze(-1)
+        out = self.net(obs).squeeze(-1)
+        if not self.normalize_targets:
+            return out
+        mean, std = self._moments()
+        return out * std + mean
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        """Returns or values ``[B]`` in reward units -> the space the net's output lives in."""
+        if not self.normalize_targets:
+            return x
+        mean, std = self._moments()
+        return (x - mean) / std
+
+    @torch.no_grad()
+    def update_target_stats(self, returns: torch.Tensor) -> None:
+        """Fold a batch of value targets ``[...]`` into the running mean/var (parallel-variance update)."""
+        x = returns.detach().reshape(-1).double()
+        n = x.numel()
+        delta = x.mean() - self.ret_mean
+        tot = self.ret_count + n
+        m2 = self.ret_var * self.ret_count + x.var(unbiased=False) * n + delta * delta * self.ret_count * n / tot
+        self.ret_mean += delta * n / tot
+        self.ret_var.copy_(m2 / tot)
+        self.ret_count.copy_(tot)
 
 
 def make_policy(cfg, obs_dim: int, act_dim: int) -> GaussianPolicy:
@@ -107,4 +144,4 @@ def make_policy(cfg, obs_dim: int, act_dim: int) -> GaussianPolicy:
 def make_critic(cfg, obs_dim: int) -> ValueNet:
     """The critic a ``Config`` describes (``critic_hidden_sizes``, ``activation``, ``layer_norm``)."""
     return ValueNet(mlp(obs_dim, cfg.critic_sizes, 1, cfg.activation, out_gain=1.0,
-                        layer_norm=cfg.layer_norm in ("critic", "both")))
+                        layer_norm=cfg.layer_norm in ("critic", "both")), normalize_targets=cfg.value_norm)

@@ -11,7 +11,7 @@ import time
 import torch
 
 from .advantages import gae
-from .rollout import collect_steps
+from .rollout import collect_steps, rollout_values
 from .update import update
 
 
@@ -23,8 +23,17 @@ def iteration(ts) -> dict:
                           cfg.num_steps, ts.device, ts.np_rng)
     batch.advantages, batch.returns = gae(batch.rewards, batch.values, batch.next_values, batch.terminated,
                                           batch.truncated, cfg.gamma, cfg.gae_lambda)
+    if cfg.value_norm:
+        ts.critic.update_target_stats(batch.returns)
+
+    def refresh() -> dict:  # the same GAE with the critic as it is now (adv_every_epoch)
+        values, next_values = rollout_values(ts.critic, batch)
+        adv, ret = gae(batch.rewards, values, next_values, batch.terminated, batch.truncated, cfg.gamma,
+                       cfg.gae_lambda)
+        return {"advantages": adv.reshape(-1), "returns": ret.reshape(-1)}
     t1 = time.perf_counter()
-    stats = update(ts.policy, ts.critic, ts.optimizer, batch.flat(), cfg, ts.generator, cfg.norm_adv)
+    stats = update(ts.policy, ts.critic, ts.optimizer, batch.flat(), cfg, ts.generator, cfg.norm_adv,
+                   refresh if cfg.adv_every_epoch else None)
     stats["time/collect_s"], stats["time/update_s"] = t1 - t0, time.perf_counter() - t1  # where the time goes
     y, v = batch.returns.flatten(), batch.values.flatten()
     var_y = torch.var(y)

@@ -8,7 +8,7 @@ reference policy), ``dual_clip``.  To add a loss term, add it to ``loss`` in
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -64,7 +64,8 @@ def minibatch_loss(policy: GaussianPolicy, critic: Optional[ValueNet], mb: Dict[
     stats = {"losses/policy_loss": pg, "losses/entropy": entropy}
     if critic is not None:
         vclip = cfg.clip_coef if cfg.clip_vloss else None
-        vl = value_loss(critic(mb["obs"]), mb["returns"], mb["values"], vclip).mean()
+        n = critic.normalize  # identity unless the critic fits normalised targets (value_norm)
+        vl = value_loss(n(critic(mb["obs"])), n(mb["returns"]), n(mb["values"]), vclip).mean()
         loss = loss + cfg.vf_coef * vl
         stats["losses/value_loss"] = vl
     if "ref_logprobs" in mb:
@@ -76,13 +77,15 @@ def minibatch_loss(policy: GaussianPolicy, critic: Optional[ValueNet], mb: Dict[
 
 
 def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.optim.Optimizer,
-           data: dict, cfg: Config, generator: torch.Generator, norm_adv: bool) -> dict:
+           data: dict, cfg: Config, generator: torch.Generator, norm_adv: bool,
+           refresh: Optional[Callable[[], Dict[str, torch.Tensor]]] = None) -> dict:
     """Optimise on one batch. ``data`` holds flat ``[B, ...]`` tensors (see ``Batch.flat``).
 
     Per minibatch: :func:`minibatch_loss`, ``loss.backward()``, ``clip_grad_norm_`` on the policy
-    and the critic separately, ``optimizer.step()``.  Statistics stay on the device until the
-    end (no host sync per minibatch unless ``target_kl`` needs one).  Returns the mean of each
-    statistic over the minibatches that ran.
+    and the critic separately, ``optimizer.step()``.  ``refresh`` (PPO's ``adv_every_epoch``)
+    returns new flat ``advantages`` and ``returns`` before every epoch after the first.
+    Statistics stay on the device until the end (no host sync per minibatch unless
+    ``target_kl`` needs one).  Returns the mean of each statistic over the minibatches that ran.
     """
     keys = ["obs", "actions", "logprobs", "advantages"]
     keys += [k for k in ("weights", "ref_logprobs") if data.get(k) is not None]
@@ -96,6 +99,9 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
     stats, logratios, advs = [], [], []
     epoch, stop = 0, False
     for epoch in range(cfg.update_epochs):
+        if refresh is not None and epoch > 0:
+            for key, x in refresh().items():
+                table[:, col[key]] = x
         shuffled = table[torch.randperm(B, generator=generator).to(table.device)]
         for k in range(n_mb):
             rows = shuffled[k * b:(k + 1) * b]
