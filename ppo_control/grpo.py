@@ -49,14 +49,25 @@ def _start_states(ts, K: int):
     return fresh[:1] + [pool[int(i)] for i in picks], np.arange(K) == 0
 
 
-def _advance_trunks(ts, K: int) -> None:
+def _advance_trunks(ts, K: int, gr) -> None:
     """Branch: each trunk continues from where one of its group's members (picked at random, blind
     to the returns, so the trunk stays an on-policy trajectory) stands after this round; a member
-    whose episode ended has been reset by its env, so trunks restart episodes by themselves."""
+    whose episode ended has been reset by its env, so trunks restart episodes by themselves.
+
+    A trunk is a whole episode stitched from its members' segments: its return feeds
+    ``charts/episodic_return`` (the stochastic policy's training curve, like PPO's)."""
     G = ts.cfg.group_size
     snaps = ts.envs.get_snapshots()
-    pick = ts.np_rng.integers(0, G, size=K)
-    ts.extra["trunk"] = [snaps[k * G + int(j)] for k, j in enumerate(pick)]
+    pick = np.arange(K) * G + ts.np_rng.integers(0, G, size=K)
+    ts.extra["trunk"] = [snaps[int(i)] for i in pick]
+    ret = ts.extra.setdefault("trunk_return", np.zeros(K))
+    length = ts.extra.setdefault("trunk_length", np.zeros(K, np.int64))
+    ret += gr.returns[pick]
+    length += gr.lengths[pick]
+    for k in np.flatnonzero(gr.ended[pick]):
+        ts.rollout.episodes.append((float(ret[k]), int(length[k])))
+    ended = gr.ended[pick]
+    ret[ended], length[ended] = gr.tail_return[pick][ended], gr.tail_length[pick][ended]
 
 
 def _max_len(ts) -> int:
@@ -81,7 +92,7 @@ def iteration(ts) -> dict:
         gr = collect_groups(envs, ts.policy, ts.ref_policy, ts.obs_norm, obs0, H, ts.device, record_at, ts.np_rng,
                             group_size=G, crn=cfg.crn)
         if cfg.start_state == "branch":
-            _advance_trunks(ts, K)
+            _advance_trunks(ts, K, gr)
         b = gr.batch
         b.advantages, gstd, zero = group_relative(b.rewards, b.mask, G, cfg.gamma, cfg.grpo_advantage,
                                                   cfg.leave_one_out, zero_threshold=cfg.zero_signal_threshold)
@@ -96,8 +107,9 @@ def iteration(ts) -> dict:
             pool = ts.extra.setdefault("pool", [])
             pool.extend(gr.visited)
             del pool[:-POOL_SIZE]
-        # whole episodes (started at t = 0, ended by the env, not by the horizon) feed charts/episodic_return
-        full = gr.ended & np.repeat(fresh, G)
+        # whole episodes (started at t = 0, ended by the env, not by the horizon) feed charts/episodic_return;
+        # branch: the trunks' episodes do (_advance_trunks)
+        full = gr.ended & np.repeat(fresh, G) & (cfg.start_state != "branch")
         ts.rollout.episodes.extend((float(r), int(n)) for r, n, f in zip(gr.returns, gr.lengths, full) if f)
         stds.append(gstd)
         zeros.append(zero)

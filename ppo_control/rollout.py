@@ -132,6 +132,8 @@ class GroupRollout:
     returns: np.ndarray       # [N] undiscounted raw return of each member's rollout
     visited: list             # snapshots recorded along the way (for the 'visited' start-state pool)
     env_steps: int            # env steps simulated, including those of members already finished
+    tail_return: np.ndarray   # [N] raw return of the episode an ended member's env reset into (0 if none)
+    tail_length: np.ndarray   # [N] steps of that new episode so far (where the env stands at the end)
 
 
 def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[GaussianPolicy],
@@ -158,6 +160,7 @@ def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[Ga
     alive_buf = np.zeros((T, N), bool)
     alive = np.ones(N, bool)
     lengths, returns, ended = np.zeros(N, np.int64), np.zeros(N), np.zeros(N, bool)
+    tail_ret, tail_len = np.zeros(N), np.zeros(N, np.int64)
     obs, visited, steps, t = start_obs, [], 0, 0
     for t in range(T):
         if t in record_at:
@@ -179,6 +182,10 @@ def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[Ga
         term_buf[t], trunc_buf[t] = term & alive, trunc & alive
         returns += np.where(alive, r, 0.0)
         lengths += alive
+        tail_ret += np.where(alive, 0.0, r)
+        tail_len += ~alive
+        again = ~alive & (term | trunc)  # a second episode ended too: the tail restarts with the next one
+        tail_ret[again], tail_len[again] = 0.0, 0
         ended |= alive & (term | trunc)
         alive = alive & ~(term | trunc)
         if not alive.any():
@@ -190,4 +197,4 @@ def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[Ga
     batch = Batch(obs=obs_t, actions=act_t, logprobs=flat(policy), rewards=tt(rew_buf),
                   terminated=tt(term_buf), truncated=tt(trunc_buf), mask=tt(alive_buf),
                   ref_logprobs=flat(ref_policy) if ref_policy is not None else None)
-    return GroupRollout(batch, lengths, ended, returns, visited, steps)
+    return GroupRollout(batch, lengths, ended, returns, visited, steps, tail_ret, tail_len)

@@ -334,3 +334,19 @@ def test_grpo_options_help_validation_and_defaults():
     assert make_config("default", algo="grpo").eval_interval == GRPO_EVAL_INTERVAL == 50_000
     assert make_config("default", algo="grpo", eval_interval=0).eval_interval == 0
     assert make_config("default").eval_interval == 0
+
+
+def test_branch_trunks_are_whole_episodes_for_the_training_curve(tiny):
+    """InvertedPendulum-v5 pays 1 per step and 0 on the step the pole falls, so an episode that ends by
+    falling has return = length - 1; each trunk's running length must equal its env's own step
+    counter (the stitching loses and adds no step)."""
+    ts = TrainState.build(g_cfg(tiny, env_id="InvertedPendulum-v5", start_state="branch", horizon=20))
+    episodes = []
+    for _ in range(6):
+        grpo.iteration(ts)
+        episodes += ts.rollout.drain_episodes()
+        x = ts.extra
+        assert [s["elapsed_steps"] for s in x["trunk"]] == x["trunk_length"].tolist()
+        assert x["trunk_return"].tolist() == x["trunk_length"].astype(float).tolist()
+    assert len(episodes) >= 4 and all(r == n - 1 for r, n in episodes)
+    ts.envs.close()
