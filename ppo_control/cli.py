@@ -41,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--env-id", help="evaluate on another env id than the one trained on")
 
     sweep.add_parsers(sub)
+    from .experiments import tune  # optuna itself is imported only when a study runs
+    tune.add_parsers(sub)
     return p
 
 
