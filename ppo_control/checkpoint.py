@@ -21,11 +21,23 @@ class CheckpointError(RuntimeError):
     """A checkpoint that is missing, corrupted, or does not fit the run."""
 
 
+def _umask() -> int:
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+# mkstemp makes 0600 files; run outputs get the mode any other new file would (0644 under umask 022)
+_FILE_MODE = 0o666 & ~_umask()
+
+
 def _atomic_write(path: Path, write) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
@@ -72,3 +84,53 @@ def load_module_state(module: torch.nn.Module, sd: dict, what: str, path="checkp
     except RuntimeError as e:
         raise CheckpointError(f"the {what} in {path} does not match this configuration "
                               f"(different env or network sizes?): {str(e).splitlines()[0]}") from None
+
+
+# Identity: which run a checkpoint belongs to ----------------------------------------------------
+# Written into config.json when a run starts and into every checkpoint, and compared before a
+# resume or an evaluation touches anything, so a checkpoint copied into another run's directory is
+# refused instead of silently replacing that run's config and metrics.
+_LEGACY_KEYS = ("env_id", "algo", "num_envs", "hidden_sizes", "actor_hidden_sizes", "critic_hidden_sizes",
+                "activation", "layer_norm")
+
+
+def run_identity(run_id: str, config: dict, obs_dim: int, policy: dict, critic) -> dict:
+    """run id, env id, algorithm, observation size and every network tensor's shape.
+
+    ``policy``/``critic`` are state dicts (tensors) or already ``{name: shape}`` dicts.
+    """
+    shapes = lambda sd: None if sd is None else {k: list(getattr(v, "shape", v)) for k, v in sd.items()}  # noqa: E731
+    return {"run_id": run_id, "env_id": config["env_id"], "algo": config["algo"], "obs_dim": int(obs_dim),
+            "policy": shapes(policy), "critic": shapes(critic)}
+
+
+def checkpoint_identity(state: dict) -> dict:
+    """The identity a checkpoint carries (run_id None for checkpoints written before run ids)."""
+    ident = state.get("identity")
+    if ident is not None:
+        return ident
+    return run_identity(None, state["config"], state["obs_norm"]["mean"].shape[0], state["policy"], state.get("critic"))
+
+
+def check_belongs(state: dict, record, path) -> None:
+    """Refuse a checkpoint that is not the run's own: ``record`` is the run's config.json (None: no record).
+
+    Compares the identities (run id first, then env id, algorithm, sizes); for runs from before
+    run ids, the config fields that define the networks and envs.
+    """
+    if not record:
+        return
+    mine, theirs = checkpoint_identity(state), record.get("identity")
+    if theirs is None:  # a run directory written before identities: compare what the configs define
+        mine = {k: state["config"].get(k) for k in _LEGACY_KEYS}
+        theirs = {k: record.get("config", {}).get(k) for k in _LEGACY_KEYS}
+    elif mine.get("run_id") is None:
+        theirs = dict(theirs, run_id=None)
+    for key in ("env_id", "algo", "run_id", *sorted(set(mine) | set(theirs))):
+        if mine.get(key) != theirs.get(key):
+            a, b = mine.get(key), theirs.get(key)
+            what = (f"{key} {a!r}, the run's config.json {b!r}" if not isinstance(a, dict)
+                    else f"{key} network shapes differ from the run's config.json")
+            raise CheckpointError(f"{path} does not belong to the run in {Path(path).parent}: the checkpoint has "
+                                  f"{what}; nothing was changed (put the run's own checkpoint back, or resume/"
+                                  f"evaluate the run the checkpoint came from)")

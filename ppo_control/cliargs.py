@@ -13,6 +13,31 @@ import dataclasses
 from .config import Config, make_config
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with usage errors as one line (``prog: error: ...; see --help``), exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}; see {self.prog} --help\n")
+
+
+def _int(s: str) -> int:
+    """An integer, also written as 1e6 or 1_000_000."""
+    try:
+        return int(s)
+    except ValueError:
+        pass
+    try:
+        f = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {s!r}") from None
+    if not f.is_integer():
+        raise argparse.ArgumentTypeError(f"invalid int value: {s!r} (not a whole number)")
+    return int(f)
+
+
+_int.__name__ = "int"
+
+
 def _none_or(cast):
     def parse(s: str):
         return None if s.lower() in ("none", "null", "off") else cast(s)
@@ -27,8 +52,8 @@ def _int_tuple(s: str):
         raise argparse.ArgumentTypeError(f"expected comma-separated integers like 64,64, got {s!r}") from None
 
 
-_TYPES = {"int": int, "float": float, "str": str, "Optional[float]": _none_or(float),
-          "Optional[int]": _none_or(int), "Optional[str]": _none_or(str), "Tuple[int, ...]": _int_tuple,
+_TYPES = {"int": _int, "float": float, "str": str, "Optional[float]": _none_or(float),
+          "Optional[int]": _none_or(_int), "Optional[str]": _none_or(str), "Tuple[int, ...]": _int_tuple,
           "Optional[Tuple[int, ...]]": _none_or(_int_tuple)}
 
 

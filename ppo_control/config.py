@@ -14,7 +14,13 @@ from typing import Optional, Tuple
 # Fields that change where/how a run is written, never what it learns: two runs that differ
 # only in these are the same setting (grouping in aggregation, conflict checks in the runner).
 OUTPUT_ONLY_FIELDS = frozenset({"out_dir", "run_name", "progress", "tensorboard", "device", "torch_threads",
-                                "env_threads", "checkpoint_every"})
+                                "env_threads", "checkpoint_every", "stop_on_divergence"})
+
+# Fields that ``train --resume RUN_DIR`` may change: total_steps (to extend a run; with anneal_lr the
+# schedule is stretched from the current step on) and options that change how a run is run or
+# logged, never its state. Any other option given with --resume is refused by name.
+RESUMABLE_FIELDS = frozenset({"total_steps", "progress", "tensorboard", "checkpoint_every", "eval_episodes",
+                              "device", "torch_threads", "env_threads", "stop_on_divergence"})
 
 
 class ConfigError(ValueError):
@@ -31,7 +37,9 @@ class Config:
     env_id: str = _f("HalfCheetah-v5", "gymnasium env id with a continuous Box action space")
     algo: str = _f("ppo", "algorithm: ppo (critic + GAE) or grpo (critic-free, groups from shared start states)",
                    choices=("ppo", "grpo"))
-    total_steps: int = _f(1_000_000, "total environment steps to train for")
+    total_steps: int = _f(1_000_000, "environment steps to train for; PPO rounds up to whole iterations of "
+                                     "num_envs*num_steps, GRPO stops at the first iteration boundary at or past it "
+                                     "(summary.json: total_steps_requested and global_step)")
     seed: int = _f(1, "seed for torch, numpy and the environments")
     device: str = _f("auto", "torch device for the networks: cpu, cuda, cuda:N or auto")
     torch_threads: int = _f(1, "torch intra-op threads (0 = leave torch's default); 1 is fastest for small MLPs")
@@ -105,6 +113,8 @@ class Config:
     eval_interval_episodes: int = _f(5, "episodes per evaluation during training")
     progress: bool = _f(True, "show a live progress bar")
     tensorboard: bool = _f(True, "write TensorBoard event files")
+    stop_on_divergence: bool = _f(False, "stop (checkpoint kept, exit code 2) when training diverges: approx_kl > 1 "
+                                         "or a value loss > 1e6 or non-finite; without it a warning is printed")
     preset: str = _f("default", "name of the preset this config started from (informational)")
 
     def __post_init__(self):
@@ -133,8 +143,8 @@ class Config:
 
     @property
     def num_iterations(self) -> int:
-        """PPO: iterations needed to reach total_steps (GRPO counts steps as it goes)."""
-        return max(1, self.total_steps // self.batch_size)
+        """PPO: whole iterations needed to reach total_steps, rounded up (GRPO counts steps as it goes)."""
+        return max(1, -(-self.total_steps // self.batch_size))
 
     @property
     def groups_per_round(self) -> int:
@@ -171,7 +181,31 @@ def _need(cond: bool, msg: str):
         raise ConfigError(msg)
 
 
+def _check_types(c: Config):
+    """Every value of the declared type, and every float finite: a NaN, inf or a string from a config file
+    or the Python API stops here with the field's name, not deep inside training."""
+    import math
+    import numbers
+    for f in dataclasses.fields(c):
+        v, t = getattr(c, f.name), f.type.replace("Optional[", "").rstrip("]")
+        if v is None and f.type.startswith("Optional["):
+            continue
+        if t == "float":
+            ok = isinstance(v, numbers.Real) and not isinstance(v, bool)
+            _need(not ok or math.isfinite(v), f"{f.name} must be a finite number (got {v})")
+        elif t == "int":
+            ok = isinstance(v, numbers.Integral) and not isinstance(v, bool)
+        elif t == "bool":
+            ok = v in (True, False) and not isinstance(v, str)
+        elif t == "str":
+            ok = isinstance(v, str)
+        else:  # tuples, checked by their own rules below
+            continue
+        _need(ok, f"{f.name} must be {'an' if t == 'int' else 'a'} {t} (got {v!r})")
+
+
 def _validate(c: Config):
+    _check_types(c)
     for f in dataclasses.fields(c):
         choices = f.metadata.get("choices")
         if choices and getattr(c, f.name) not in choices:
@@ -182,13 +216,22 @@ def _validate(c: Config):
     _need(c.env_threads >= 0, f"env_threads must be >= 0 (got {c.env_threads})")
     _need(c.update_epochs >= 1, f"update_epochs must be >= 1 (got {c.update_epochs})")
     _need(c.num_minibatches >= 1, f"num_minibatches must be >= 1 (got {c.num_minibatches})")
-    _need(c.lr > 0, f"lr must be > 0 (got {c.lr})")
+    _need(0 < c.lr <= 1, f"lr must be in (0, 1] (got {c.lr}); Adam's usual range is 1e-5 to 1e-2")
+    _need(0 < c.adam_eps < 1, f"adam_eps must be in (0, 1) (got {c.adam_eps})")
+    _need(c.max_grad_norm > 0, f"max_grad_norm must be > 0 (got {c.max_grad_norm}); 0 would zero every "
+                               f"gradient, a very large value turns clipping off")
+    _need(c.seed >= 0, f"seed must be >= 0 (got {c.seed})")
+    _need(c.torch_threads >= 0, f"torch_threads must be >= 0 (got {c.torch_threads})")
+    _need(c.zero_signal_threshold >= 0, f"zero_signal_threshold must be >= 0 (got {c.zero_signal_threshold})")
+    _need(c.run_name is None or (c.run_name.strip() not in ("", ".", "..") and "/" not in c.run_name
+                                 and "\\" not in c.run_name),
+          f"run_name must be a plain folder name, no '/' (got {c.run_name!r}); put folders in --out-dir")
     _need(0.0 <= c.gamma <= 1.0, f"gamma must be in [0, 1] (got {c.gamma})")
     _need(0.0 <= c.gae_lambda <= 1.0, f"gae_lambda must be in [0, 1] (got {c.gae_lambda})")
     _need(0.0 < c.clip_coef < 1.0, f"clip_coef must be in (0, 1) (got {c.clip_coef})")
     _need(c.dual_clip is None or c.dual_clip > 1.0,
           f"dual_clip must be > 1 (the lower bound is c*A for A < 0), or none to disable it (got {c.dual_clip})")
-    for name in ("ent_coef", "vf_coef", "kl_coef", "max_grad_norm"):
+    for name in ("ent_coef", "vf_coef", "kl_coef"):
         _need(getattr(c, name) >= 0, f"{name} must be >= 0 (got {getattr(c, name)})")
     _need(c.target_kl is None or c.target_kl > 0, f"target_kl must be > 0 or none (got {c.target_kl})")
     for name in _SIZE_FIELDS:
@@ -203,7 +246,7 @@ def _validate(c: Config):
     _need(c.eval_episodes >= 0, f"eval_episodes must be >= 0 (got {c.eval_episodes})")
     _need(c.eval_interval >= 0 and c.eval_interval_episodes >= 1,
           "eval_interval must be >= 0 and eval_interval_episodes >= 1")
-    _need(c.device == "auto" or c.device == "cpu" or c.device.startswith("cuda"),
+    _need(c.device in ("auto", "cpu", "cuda") or (c.device.startswith("cuda:") and c.device[5:].isdigit()),
           f"device must be cpu, cuda, cuda:N or auto (got {c.device!r})")
     if c.algo == "ppo":
         _need(c.batch_size % c.num_minibatches == 0,

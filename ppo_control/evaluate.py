@@ -1,6 +1,7 @@
 """Trained policies as plain callables, and deterministic evaluation."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -8,9 +9,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from .checkpoint import CheckpointError, load_checkpoint, load_module_state
-from .config import Config
-from .envs import check_env_id
+from .checkpoint import CHECKPOINT_NAME, CheckpointError, check_belongs, load_checkpoint, load_module_state
+from .config import Config, ConfigError
+from .envs import EnvError, check_env_id
 from .networks import GaussianPolicy, make_policy
 from .normalize import ObsNormalizer
 
@@ -36,10 +37,29 @@ class Policy:
         return a[0] if single else a
 
 
+def read_run_record(run_dir) -> Optional[dict]:
+    """A run directory's ``config.json`` (None where there is none)."""
+    path = Path(run_dir) / "config.json"
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text())
+        if not isinstance(record, dict):
+            raise ValueError("not a JSON object")
+        return record
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{path} is unreadable ({e}); restore it from a backup or move it aside") from None
+
+
 def load_policy(run_dir) -> Policy:
-    """Load the policy of a run directory (or a checkpoint file) onto the CPU."""
+    """Load the policy of a run directory (or a checkpoint file) onto the CPU.
+
+    A checkpoint inside a run directory must belong to that run (``checkpoint.check_belongs``).
+    """
     path = Path(run_dir)
     st = load_checkpoint(path)
+    ckpt = path / CHECKPOINT_NAME if path.is_dir() else path
+    check_belongs(st, read_run_record(ckpt.parent), ckpt)
     cfg = Config.from_dict(st["config"])
     act_space = check_env_id(cfg.env_id)
     obs_dim = int(st["obs_norm"]["mean"].shape[0])
@@ -59,8 +79,11 @@ def evaluate(policy: Policy, env_id: str, episodes: int = 10, seed: int = 10_000
 
     ``video_path`` records the first episode (needs a working MuJoCo renderer, e.g.
     ``MUJOCO_GL=egl`` or ``osmesa``; .mp4 needs imageio-ffmpeg, .gif works with pillow).
+    On the env the policy was trained on, the run's ``env_kwargs`` apply here too.
     """
-    env = gym.make(env_id, render_mode="rgb_array" if video_path else None)
+    if episodes < 1:
+        raise ConfigError(f"episodes must be >= 1 (got {episodes})")
+    env = _make_eval_env(policy, env_id, video_path)
     frames, returns, lengths = [], [], []
     try:
         for ep in range(episodes):
@@ -83,6 +106,23 @@ def evaluate(policy: Policy, env_id: str, episodes: int = 10, seed: int = 10_000
     return {"episodes": episodes, "mean_return": float(r.mean()), "std_return": float(r.std()),
             "min_return": float(r.min()), "max_return": float(r.max()), "returns": returns,
             "lengths": lengths, "deterministic": deterministic, "seed": seed}
+
+
+def _make_eval_env(policy: Policy, env_id: str, video_path: Optional[str]):
+    """``env_id`` made as in training (with the run's env_kwargs when it is the trained env), refused with
+    one line when its observation or action size is not the policy's."""
+    act_space = check_env_id(env_id)
+    cfg = policy.config
+    kwargs = getattr(cfg, "env_kwargs_dict", {}) if cfg is not None and env_id == cfg.env_id else {}
+    env = gym.make(env_id, render_mode="rgb_array" if video_path else None, **kwargs)
+    obs_dim, act_dim = int(np.prod(env.observation_space.shape)), int(np.prod(act_space.shape))
+    want_obs, want_act = int(policy.obs_norm.rms.mean.shape[0]), int(np.asarray(policy.low).shape[0])
+    if (obs_dim, act_dim) != (want_obs, want_act):
+        env.close()
+        trained = f" (trained on {cfg.env_id})" if cfg is not None else ""
+        raise EnvError(f"{env_id} has {obs_dim} observations and {act_dim} actions but the policy{trained} "
+                       f"takes {want_obs} and gives {want_act}; evaluate on an env with the same sizes")
+    return env
 
 
 def _render(env):

@@ -40,11 +40,14 @@ class MetricsLogger:
             self._truncate(resume_iteration)
         elif self.jsonl_path.exists():
             self.jsonl_path.unlink()
+        # Events past the checkpoint (a kill -9 after it) are removed from the files themselves:
+        # SummaryWriter's purge_step drops the checkpoint's own step too and relies on each reader
+        # honouring its restart marker.
+        keep_events_up_to(self.run_dir / "tb", resume_step if resume_iteration is not None else None)
         self.writer = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
-            # purge_step drops events past the checkpoint, so a resumed run has no duplicates
-            self.writer = SummaryWriter(str(self.run_dir / "tb"), purge_step=resume_step)
+            self.writer = SummaryWriter(str(self.run_dir / "tb"))
         self._jsonl = open(self.jsonl_path, "a")
 
     def _truncate(self, iteration: int) -> None:
@@ -90,6 +93,36 @@ class MetricsLogger:
         self._jsonl.close()
         if self.writer is not None:
             self.writer.close()
+
+
+def keep_events_up_to(tb_dir: Path, max_step: Optional[int]) -> None:
+    """Rewrite the TensorBoard event files in ``tb_dir`` as one file holding only the scalar events
+    with step <= ``max_step`` (None: remove them all, a fresh start in a reused folder)."""
+    files = sorted(Path(tb_dir).glob("events.out.tfevents.*")) if Path(tb_dir).is_dir() else []
+    if not files:
+        return
+    header, keep = None, []
+    if max_step is not None:
+        from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
+        from tensorboard.compat.proto.event_pb2 import Event
+        for f in files:
+            for raw in RawEventFileLoader(str(f)).Load():  # stops quietly at a record cut by a kill
+                ev = Event.FromString(raw)
+                if ev.HasField("summary") and ev.step <= max_step:
+                    keep.append(raw)
+                elif ev.file_version and header is None:
+                    header = raw
+    if keep:
+        from tensorboard.summary.writer.record_writer import RecordWriter
+
+        def write(f):
+            w = RecordWriter(f)
+            for raw in [header] * (header is not None) + keep:
+                w.write(raw)
+        _atomic_write(files[0], write)  # the first name sorts before every file written later
+        files = files[1:]
+    for f in files:
+        f.unlink()
 
 
 class Progress:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from .checkpoint import CheckpointError, load_module_state
-from .config import Config
+from .config import Config, ConfigError
 from .envs import SnapshotError, VecEnv, make_vec_env
 from .networks import GaussianPolicy, ValueNet, make_critic, make_policy
 from .normalize import ObsNormalizer, RewardScaler
@@ -29,8 +29,13 @@ def resolve_device(name: str) -> torch.device:
     # presets a GPU's launch and transfer latency per call costs more than it saves (README, "GPU")
     if name == "auto":
         return torch.device("cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"device={name!r} but CUDA is not available here; use --device cpu or auto")
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ConfigError(f"device={name!r} but CUDA is not available here; use --device cpu or auto")
+        index = int(name.partition(":")[2] or 0)
+        if index >= torch.cuda.device_count():
+            raise ConfigError(f"device={name!r} but this machine has {torch.cuda.device_count()} CUDA device(s) "
+                              f"(cuda:0 to cuda:{torch.cuda.device_count() - 1})")
     return torch.device(name)
 
 

@@ -7,9 +7,11 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import signal
 import sys
 import time
+import uuid
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -18,39 +20,135 @@ from typing import Optional
 import numpy as np
 
 from . import grpo, ppo
-from .checkpoint import CHECKPOINT_NAME, CheckpointError, atomic_write_json, load_checkpoint, save_checkpoint
-from .config import Config, applied_env_overrides
-from .evaluate import Policy, evaluate, load_policy
+from .checkpoint import (CHECKPOINT_NAME, atomic_write_json, check_belongs, load_checkpoint, run_identity,
+                         save_checkpoint)
+from .config import RESUMABLE_FIELDS, Config, ConfigError, applied_env_overrides
+from .evaluate import Policy, evaluate, load_policy, read_run_record
 from .metrics import MetricsLogger, Progress
+from .rundir import RunDir, check_out_dir, create_run_dir, default_run_name, open_run_dir
 from .runinfo import environment_info
 from .state import TrainState
 from .update import NonFiniteError, check_finite
 
+# Divergence guard. Healthy PPO/GRPO updates have approx_kl ~0.01-0.05 (target_kl is usually 0.01-0.05);
+# at lr 0.03 on Hopper it reached 5-12 and at lr 0.3 ~1e4. With reward normalisation value losses stay
+# O(1)-O(100); 1e6 is beyond any sane return scale (the issue's lr=1e3 run reached 1e7).
+DIVERGENCE_KL = 1.0
+DIVERGENCE_VALUE_LOSS = 1e6
 
-def train(cfg: Optional[Config] = None, resume: Optional[str] = None) -> dict:
+
+class DivergenceError(RuntimeError):
+    """Training diverged and ``stop_on_divergence`` stopped it (checkpoint kept)."""
+
+
+def train(cfg: Optional[Config] = None, resume: Optional[str] = None, changes: Optional[dict] = None,
+          command: Optional[list] = None) -> dict:
     """Train a new run from ``cfg``, or continue the run in directory ``resume``.
 
-    Returns the run summary (also written to ``RUN_DIR/summary.json``).
+    ``changes`` (resume only) sets fields listed in ``config.RESUMABLE_FIELDS``, e.g.
+    ``{"total_steps": 2_000_000}`` to extend a run; anything else is refused by name. Every
+    refused start leaves the run directory as it was. ``command`` is the command line recorded
+    in config.json (default ``sys.argv``). Returns the run summary (also written to
+    ``RUN_DIR/summary.json``).
     """
+    command = list(sys.argv if command is None else command)
     if resume is not None:
-        run_dir = Path(resume)
-        st = load_checkpoint(run_dir)
-        cfg = Config.from_dict(st["config"])
+        ts, run, record, st = _prepare_resume(resume, changes or {}, command)
     else:
+        if changes:
+            raise ConfigError("changes apply to a resume only; put them in the Config of a new run")
         cfg = cfg or Config()
-        run_dir, st = _new_run_dir(cfg), None
-    ts = TrainState.build(cfg)
-    if st is not None:
-        ts.restore(st, run_dir / CHECKPOINT_NAME)
+        check_out_dir(cfg.out_dir)
+        ts, st = TrainState.build(cfg), None  # env id, device and sizes checked before any folder is made
+        try:
+            run = create_run_dir(cfg.out_dir, cfg.run_name, lambda: default_run_name(cfg.env_id, cfg.algo, cfg.seed),
+                                 command)
+        except BaseException:
+            ts.envs.close()
+            raise
+        record = {"run_id": uuid.uuid4().hex, "command": command, "environment": environment_info(), "resumes": []}
+    try:
+        return _run(ts, run, record, st)
+    finally:
+        run.close()
+
+
+def resume_config(run_dir, changes: dict) -> Config:
+    """The config a resume of ``run_dir`` with ``changes`` would run with (nothing is locked or written)."""
+    st = load_checkpoint(run_dir)
+    return _apply_changes(Config.from_dict(st["config"]), changes, int(st["global_step"]))[0]
+
+
+def _prepare_resume(path, changes: dict, command: list):
+    """Lock the run, check its checkpoint belongs to it, apply ``changes``, rebuild and restore the state.
+    Any refusal releases the lock with the directory untouched."""
+    run = open_run_dir(path, command)
+    try:
+        ckpt = run.path / CHECKPOINT_NAME
+        st = load_checkpoint(ckpt)
+        record = read_run_record(run.path)
+        check_belongs(st, record, ckpt)
+        cfg, changed = _apply_changes(Config.from_dict(st["config"]), changes, int(st["global_step"]))
+        ts = TrainState.build(cfg)
+        try:
+            ts.restore(st, ckpt)
+        except BaseException:
+            ts.envs.close()
+            raise
+    except BaseException:
+        run.abandon()
+        raise
+    record = record or {"command": None, "environment": None}
+    record["run_id"] = record.get("run_id") or (st.get("identity") or {}).get("run_id") or uuid.uuid4().hex
+    record.setdefault("resumes", []).append({
+        "time": datetime.now().astimezone().isoformat(timespec="seconds"), "command": command,
+        "from_iteration": ts.iteration, "from_step": ts.rollout.global_step, "changed": changed,
+        "commit": environment_info().get("commit")})
+    return ts, run, record, st
+
+
+def _apply_changes(saved: Config, changes: dict, global_step: int):
+    """``saved`` with the resumable ``changes`` applied, and ``{field: [old, new]}`` of what changed."""
+    names = {f.name for f in dataclasses.fields(Config)}
+    unknown = sorted(set(changes) - names)
+    if unknown:
+        raise ConfigError(f"unknown config field(s) {unknown}")
+    changed = {k: [getattr(saved, k), v] for k, v in changes.items() if v != getattr(saved, k)}
+    refused = sorted(set(changed) - RESUMABLE_FIELDS)
+    if refused:
+        flags = ", ".join(f"--{k.replace('_', '-')} (run has {getattr(saved, k)!r})" for k in refused)
+        allowed = ", ".join("--" + k.replace("_", "-") for k in sorted(RESUMABLE_FIELDS))
+        raise ConfigError(f"{flags} cannot change on --resume: only {allowed} can; start a new run to change "
+                          f"the rest")
+    if "total_steps" in changed and changed["total_steps"][1] < global_step:
+        raise ConfigError(f"--total-steps {changed['total_steps'][1]} is below the {global_step} steps this run "
+                          f"has already trained")
+    cfg = saved.replace(**{k: new for k, (_, new) in changed.items()})
+    return cfg, {k: [old, new] for k, (old, new) in changed.items()}
+
+
+def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
+    """The training loop, in a locked run directory; ``st`` is the restored checkpoint of a resume."""
+    cfg, run_dir = ts.cfg, run.path
     overrides = applied_env_overrides(cfg)
-    if overrides:
-        print(f"preset {cfg.preset!r} on {cfg.env_id}: per-env overrides {overrides}", file=sys.stderr)
-    atomic_write_json(run_dir / "config.json", {"config": cfg.to_dict(), "environment": environment_info(),
-                                                "command": sys.argv, "env_overrides_applied": overrides})
-    log = MetricsLogger(run_dir, cfg.tensorboard, ts.iteration if st else None,
-                        ts.rollout.global_step if st else None)
+    identity = run_identity(record["run_id"], cfg.to_dict(), ts.envs.obs_dim, ts.policy.state_dict(),
+                            ts.critic.state_dict() if ts.critic is not None else None)
+    try:
+        if overrides and st is None:
+            print(f"preset {cfg.preset!r} on {cfg.env_id}: per-env overrides {overrides}", file=sys.stderr)
+        record.update(config=cfg.to_dict(), identity=identity, env_overrides_applied=overrides)
+        atomic_write_json(run_dir / "config.json", record)
+        log = MetricsLogger(run_dir, cfg.tensorboard, ts.iteration if st else None,
+                            ts.rollout.global_step if st else None)
+    except BaseException:
+        ts.envs.close()
+        if st is None:
+            run.abandon()
+        raise
     bar = Progress(cfg.total_steps, ts.rollout.global_step, cfg.progress, f"{cfg.algo} {cfg.env_id}")
+    save = lambda state: save_checkpoint(run_dir / CHECKPOINT_NAME, dict(state, identity=identity))  # noqa: E731
     good = ts.capture()  # last state known to be sound: what every exit path saves
+    diverging = False
     try:
         with stop_signals_as_interrupt():
             while not _finished(ts):
@@ -63,18 +161,23 @@ def train(cfg: Optional[Config] = None, resume: Optional[str] = None) -> dict:
                 row = _row(ts, stats, dt)
                 if cfg.eval_interval:
                     row["eval/return"] = _periodic_eval(ts, ts.rollout.global_step - row["charts/steps_this_iter"])
+                why = _divergence(row)
+                row["charts/diverging"] = float(why is not None)
                 log.log(row)
                 bar.update(int(row["charts/steps_this_iter"]), _last_return(ts), row["charts/SPS"])
+                if why is not None:
+                    _on_divergence(ts, why, good, run_dir, save, warn=not diverging)
+                diverging = why is not None
                 good = ts.capture()
                 if ts.iteration % cfg.checkpoint_every == 0:
-                    save_checkpoint(run_dir / CHECKPOINT_NAME, good)
+                    save(good)
     except KeyboardInterrupt:
-        save_checkpoint(run_dir / CHECKPOINT_NAME, good)
+        save(good)
         print(f"\ninterrupted: checkpoint at iteration {good['iteration']} saved; continue with "
               f"`ppo-control train --resume {run_dir}`", file=sys.stderr)
         raise
     except NonFiniteError as e:
-        save_checkpoint(run_dir / CHECKPOINT_NAME, good)
+        save(good)
         raise NonFiniteError(f"{e}. Training stopped; the last good state (iteration {good['iteration']}) is "
                              f"saved in {run_dir}. Lower lr or max_grad_norm, or enable norm_obs/norm_reward.") \
             from None
@@ -82,8 +185,30 @@ def train(cfg: Optional[Config] = None, resume: Optional[str] = None) -> dict:
         bar.close()
         log.close()
         ts.envs.close()
-    save_checkpoint(run_dir / CHECKPOINT_NAME, good)
+    save(good)
     return _finish(ts, run_dir)
+
+
+def _divergence(row: dict) -> Optional[str]:
+    """Why this iteration looks diverged (approx_kl or value loss exploding), or None."""
+    why = []
+    kl, vl = row.get("losses/approx_kl"), row.get("losses/value_loss")
+    if kl is not None and not kl <= DIVERGENCE_KL:
+        why.append(f"approx_kl={kl:.3g} > {DIVERGENCE_KL:g}")
+    if vl is not None and not vl <= DIVERGENCE_VALUE_LOSS:
+        why.append(f"value_loss={vl:.3g} > {DIVERGENCE_VALUE_LOSS:g}")
+    return ", ".join(why) or None
+
+
+def _on_divergence(ts: TrainState, why: str, good: dict, run_dir: Path, save, warn: bool) -> None:
+    if ts.cfg.stop_on_divergence:
+        save(good)
+        raise DivergenceError(f"training diverged at iteration {ts.iteration} ({why}); stopped by "
+                              f"stop_on_divergence, the state before it (iteration {good['iteration']}) is saved in "
+                              f"{run_dir}. Start a new run with a lower lr or max_grad_norm")
+    if warn:
+        print(f"ppo-control: warning: training is diverging at iteration {ts.iteration} ({why}); lower lr or "
+              f"max_grad_norm; --stop-on-divergence stops a run here (metric charts/diverging)", file=sys.stderr)
 
 
 def _finished(ts: TrainState) -> bool:
@@ -133,8 +258,9 @@ def _last_return(ts: TrainState) -> float:
 def _finish(ts: TrainState, run_dir: Path) -> dict:
     cfg = ts.cfg
     summary = {"run_dir": str(run_dir), "env_id": cfg.env_id, "algo": cfg.algo, "seed": cfg.seed,
-               "preset": cfg.preset, "global_step": ts.rollout.global_step, "iterations": ts.iteration,
-               "wall_time": ts.wall_time, "SPS": ts.rollout.global_step / max(ts.wall_time, 1e-9),
+               "preset": cfg.preset, "total_steps_requested": cfg.total_steps, "global_step": ts.rollout.global_step,
+               "iterations": ts.iteration, "wall_time": ts.wall_time,
+               "SPS": ts.rollout.global_step / max(ts.wall_time, 1e-9),
                "final_return": _last_return(ts), "final_return_episodes": min(10, len(ts.recent_returns))}
     if cfg.eval_episodes > 0:
         ev = evaluate(load_policy(run_dir), cfg.env_id, cfg.eval_episodes, seed=cfg.seed + 10_000)
@@ -158,16 +284,6 @@ def _finish(ts: TrainState, run_dir: Path) -> dict:
             summary["final_return_source"] = "final_eval"
     atomic_write_json(run_dir / "summary.json", summary)
     return summary
-
-
-def _new_run_dir(cfg: Config) -> Path:
-    name = cfg.run_name or f"{cfg.env_id}__{cfg.algo}__s{cfg.seed}__{datetime.now():%Y%m%d-%H%M%S}"
-    run_dir = Path(cfg.out_dir) / name
-    if (run_dir / CHECKPOINT_NAME).exists():
-        raise CheckpointError(f"{run_dir} already holds a run; continue it with --resume {run_dir} "
-                              f"or choose another --run-name")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir
 
 
 @contextmanager

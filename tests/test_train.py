@@ -12,6 +12,7 @@ from ppo_control.checkpoint import load_checkpoint
 from ppo_control.envs import VecEnv
 from ppo_control.envs.batched import BatchedMujocoVecEnv
 from ppo_control.metrics import read_jsonl
+from ppo_control.rundir import RunDirError
 from ppo_control.update import NonFiniteError
 
 train_mod = importlib.import_module("ppo_control.train")
@@ -89,7 +90,7 @@ def test_interrupted_run_resumes_exactly(tiny, tmp_path, monkeypatch, vectorizat
 
 def test_existing_run_dir_needs_resume(tiny):
     train(tiny())
-    with pytest.raises(CheckpointError, match="--resume"):
+    with pytest.raises(RunDirError, match="--resume"):
         train(tiny())
 
 

@@ -171,10 +171,11 @@ def add_parsers(sub) -> None:
 
     p = sub.add_parser("plot", help="learning curves, tables and heatmaps from run directories",
                        description="Read run directories (or folders holding them) and write learning curves "
-                       "(seed mean with 95%% bootstrap CI band) to --out, the table to the same path with .md "
+                       "(seed mean with 95% bootstrap CI band) to --out, the table to the same path with .md "
                        "and .csv, and optionally a heatmap.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories or folders that hold them")
-    p.add_argument("--out", required=True, help="PNG path, e.g. results/hopper.png")
+    p.add_argument("--out", help="PNG path, e.g. results/hopper.png (default: RUN_DIR.png beside a single "
+                   "RUN_DIR, else plot.png in the current directory)")
     p.add_argument("--group-by", nargs="+", default=None, metavar="FIELD",
                    help="config fields that define a line (default: every field that differs between runs)")
     p.add_argument("--x", choices=X_AXES, default="steps", help="x axis: env steps or training wall time")
@@ -241,9 +242,18 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     by = args.group_by if args.group_by is not None else [f for f in varying_fields(runs) if f != "env_id"]
     seeds = sorted({r.config.get("seed") for r in runs})
     heatmap = [field_name(f) for f in args.heatmap] if args.heatmap else None
-    _report(args, [r.path for r in runs], [field_name(f) for f in by], args.out, args.x, heatmap, args.metric,
+    out = args.out or default_plot_path(args.run_dirs)
+    _report(args, [r.path for r in runs], [field_name(f) for f in by], out, args.x, heatmap, args.metric,
             seeds, None)
     return 0
+
+
+def default_plot_path(run_dirs: Sequence[str]) -> Path:
+    """``RUN_DIR.png`` beside a single run directory (or folder of runs), else ``plot.png`` here."""
+    if len(run_dirs) == 1:
+        d = Path(run_dirs[0]).resolve()
+        return d.with_name(d.name + ".png")
+    return Path("plot.png")
 
 
 def _report(args, run_dirs, by, out, x, heatmap, metric, seeds, wall_time) -> None:
