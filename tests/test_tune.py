@@ -160,7 +160,7 @@ def test_command_line_errors_name_the_problem(tmp_path, monkeypatch, capsys):
     assert main(base + ["--space", "typo"]) == 2
     assert "search space 'typo': unknown config field 'gae_lamda'; did you mean gae_lambda" in capsys.readouterr().err
     assert main(base + ["--report"]) == 2
-    assert "no study 'InvertedPendulum-v5__ppo'" in capsys.readouterr().err
+    assert "no study 'InvertedPendulum-v5__default__ppo'" in capsys.readouterr().err
     assert main(base[:3] + ["--results-dir", str(tmp_path)]) == 2  # no --eval-interval
     assert "set --eval-interval" in capsys.readouterr().err
 

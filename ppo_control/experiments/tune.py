@@ -4,7 +4,7 @@
         --total-steps 1000000 --eval-interval 50000 --n-trials 20
     ppo-control tune --env-id Hopper-v5 --preset fast --space ppo ... --report   # report only, no trials
 
-The study lives in ``--storage`` (default ``sqlite:///RESULTS_DIR/STUDY.db``, STUDY = ENV__SPACE):
+The study lives in ``--storage`` (default ``sqlite:///RESULTS_DIR/STUDY.db``, STUDY = ENV__PRESET__SPACE):
 the same command again continues it, the same command in several shells at once shares it
 (``--n-trials`` each), and any database URL Optuna takes (``postgresql://...``) serves a cluster.
 Options that decide what a trial measures (preset, fixed config, seeds, objective) are stored with
@@ -365,7 +365,7 @@ def add_parsers(sub) -> None:
     g = t.add_argument_group("study")
     g.add_argument("--space", default="ppo", choices=sorted(SPACES),
                    help="named search space in ppo_control/experiments/search_space.py (default: ppo)")
-    g.add_argument("--study-name", default=None, help="default: ENV_ID__SPACE")
+    g.add_argument("--study-name", default=None, help="default: ENV_ID__PRESET__SPACE")
     g.add_argument("--storage", default=None, help="Optuna storage URL (default: sqlite:///RESULTS_DIR/STUDY.db); "
                    "e.g. postgresql://user@host/db for workers on several machines")
     g.add_argument("--results-dir", default="results/tune",
@@ -390,7 +390,7 @@ def _cmd_tune(args) -> int:
     from .sweep import FIELDS, command_line
     fixed = {k: v for k, v in vars(args).items() if k in FIELDS and k not in ("seed", "run_name", "preset")}
     out_dir = fixed.pop("out_dir", Config.out_dir)
-    name = args.study_name or f"{make_config(args.preset, **fixed).env_id}__{args.space}"
+    name = args.study_name or f"{make_config(args.preset, **fixed).env_id}__{args.preset}__{args.space}"
     storage = args.storage or default_storage(args.results_dir, name)
     _optuna().logging.set_verbosity(_optuna().logging.WARNING)  # trials are echoed here, one line each
     if args.report:
