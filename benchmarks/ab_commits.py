@@ -1,12 +1,14 @@
 """Before/after: the same training run with two checkouts of ppo_control, interleaved, on one machine.
 
-    git worktree add /tmp/before <commit>
-    python benchmarks/ab_commits.py --before /tmp/before --presets classic fast --repeats 3
+    git worktree add /tmp/before <commit>; git worktree add /tmp/after <commit>
+    python benchmarks/ab_commits.py --before /tmp/before --after /tmp/after --presets classic fast --repeats 3
 
 Each repeat runs every (preset, checkout) pair in a fresh subprocess with PYTHONPATH pointing at
 the checkout, so both share the machine's conditions; the table gives medians of the training
 SPS and of the per-iteration collection and update seconds that every run logs
-(``time/collect_s``, ``time/update_s``), and the after/before SPS ratio.
+(``time/collect_s``, ``time/update_s``), of the update alone on a synthetic batch, and the
+after/before SPS ratio.  Use worktrees of commits for both sides: a working tree that changes
+while the benchmark runs measures a moving target.
 """
 from __future__ import annotations
 
@@ -37,12 +39,48 @@ print(json.dumps({"SPS": sum(r["charts/steps_this_iter"] for r in rows) / sum(r[
 """
 
 
+# the update alone on a synthetic HalfCheetah-sized batch (7 updates, median), for either side's API:
+# the hand-written update of commits up to b2811f8 took a FlatAdam, later ones a torch optimizer
+CHILD_UPDATE = r"""
+import json, sys, time, statistics
+import torch
+from ppo_control.config import make_config
+from ppo_control.update import update
+torch.set_num_threads(1)
+cfg = make_config(sys.argv[1])
+g = torch.Generator().manual_seed(0)
+B = cfg.batch_size
+ret = torch.randn(B, generator=g)
+data = dict(obs=torch.randn(B, 17, generator=g), actions=torch.randn(B, 6, generator=g),
+            logprobs=torch.randn(B, generator=g) - 8.0, advantages=torch.randn(B, generator=g),
+            returns=ret, values=ret + 0.1 * torch.randn(B, generator=g))
+try:
+    from ppo_control.networks import make_critic, make_policy
+    from ppo_control.update import make_optimizer
+    pi, vf = make_policy(cfg, 17, 6), make_critic(cfg, 17)
+    opt = make_optimizer([pi, vf], cfg)
+except ImportError:
+    from ppo_control.networks import GaussianPolicy, ValueNet
+    from ppo_control.optim import FlatAdam
+    pi, vf = GaussianPolicy(17, 6), ValueNet(17)
+    opt = FlatAdam([pi, vf], lr=cfg.lr, eps=cfg.adam_eps)
+times = []
+for r in range(8):
+    t = time.perf_counter()
+    update(pi, vf, opt, data, cfg, torch.Generator().manual_seed(r), True)
+    times.append(time.perf_counter() - t)
+print(json.dumps({"update_only_s": statistics.median(times[1:])}))
+"""
+
+
 def run(tree: str, preset: str, env_id: str, steps: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, PYTHONPATH=tree)
         out = subprocess.run([sys.executable, "-c", CHILD, preset, env_id, str(steps), tmp], env=env,
                              capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+        upd = subprocess.run([sys.executable, "-c", CHILD_UPDATE, preset], env=env, capture_output=True, text=True,
+                             check=True)
+    return {**json.loads(out.stdout.strip().splitlines()[-1]), **json.loads(upd.stdout.strip().splitlines()[-1])}
 
 
 def main():
@@ -71,16 +109,17 @@ def main():
           f"Machine: {info['cpu']}, {info['cores']} cores; load average {os.getloadavg()} at the end  ",
           f"Versions: python {info['python']}, torch {info['torch']}, gymnasium {info['gymnasium']}, "
           f"mujoco {info['mujoco']}, numpy {info['numpy']}\n",
-          "| preset | steps | side | training SPS | collect s / iter | update s / iter | after / before SPS |",
-          "|---|---:|---|---:|---:|---:|---:|"]
+          "| preset | steps | side | training SPS | collect s / iter | update s / iter (in training) | "
+          "update s alone (synthetic batch) | after / before SPS |",
+          "|---|---:|---|---:|---:|---:|---:|---:|"]
     for preset in a.presets:
         med = {side: {k: median(x[k] for x in rows if x["preset"] == preset and x["side"] == side)
-                      for k in ("SPS", "collect_s", "update_s")} for side in trees}
+                      for k in ("SPS", "collect_s", "update_s", "update_only_s")} for side in trees}
         for side in trees:
             m = med[side]
             ratio = f"{med['after']['SPS'] / med['before']['SPS']:.2f}x" if side == "after" else ""
             md.append(f"| {preset} | {steps[preset]} | {side} | {m['SPS']:.0f} | {m['collect_s']:.3f} | "
-                      f"{m['update_s']:.3f} | {ratio} |")
+                      f"{m['update_s']:.3f} | {m['update_only_s']:.3f} | {ratio} |")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".md").write_text("\n".join(md) + "\n")

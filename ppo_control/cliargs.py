@@ -72,6 +72,8 @@ def add_config_args(p: argparse.ArgumentParser, skip=("preset",)) -> None:
         kw = dict(dest=f.name, default=argparse.SUPPRESS, help=helptext.replace("%", "%%"))
         if f.type == "bool":
             g.add_argument(opt, action=argparse.BooleanOptionalAction, **kw)
+        elif f.type == "Tuple[str, ...]":  # key=value pairs: --env-kwargs a=1 b=False
+            g.add_argument(opt, nargs="*", type=str, metavar="KEY=VALUE", **kw)
         else:
             if f.metadata.get("choices"):
                 kw["choices"] = f.metadata["choices"]

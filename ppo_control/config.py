@@ -35,6 +35,9 @@ def _f(default, help: str, **kw):
 class Config:
     # --- what to run -------------------------------------------------------
     env_id: str = _f("HalfCheetah-v5", "gymnasium env id with a continuous Box action space")
+    env_kwargs: Tuple[str, ...] = _f((), "keyword arguments for gymnasium.make as key=value pairs, e.g. "
+                                         "include_cfrc_ext_in_observation=False (values: numbers, True/False/None, "
+                                         "else strings)")
     algo: str = _f("ppo", "algorithm: ppo (critic + GAE) or grpo (critic-free, groups from shared start states)",
                    choices=("ppo", "grpo"))
     total_steps: int = _f(1_000_000, "environment steps to train for; PPO rounds up to whole iterations of "
@@ -53,7 +56,10 @@ class Config:
     num_steps: int = _f(512, "PPO: steps collected per env per iteration (batch = num_envs * num_steps)")
     # --- optimisation ------------------------------------------------------
     lr: float = _f(3e-4, "Adam learning rate")
-    anneal_lr: bool = _f(True, "linearly anneal the learning rate to 0 over the run")
+    anneal_lr: bool = _f(True, "linearly anneal the learning rate to 0 over the run (see lr_floor, lr_decay_steps)")
+    lr_floor: float = _f(0.0, "with anneal_lr: decay linearly to lr*lr_floor and stay there, not to 0 (in [0, 1])")
+    lr_decay_steps: Optional[int] = _f(None, "with anneal_lr: reach the floor after this many env steps (none = "
+                                             "total_steps); longer than the run ends it at a higher lr")
     adam_eps: float = _f(1e-5, "Adam epsilon")
     update_epochs: int = _f(10, "passes over each batch")
     num_minibatches: int = _f(32, "minibatches per epoch (must divide the batch size)")
@@ -68,6 +74,10 @@ class Config:
     ent_coef: float = _f(0.0, "entropy bonus coefficient")
     vf_coef: float = _f(0.5, "value loss coefficient")
     clip_vloss: bool = _f(False, "clip the value update around the old value estimate (PPO)")
+    adv_every_epoch: bool = _f(False, "PPO: recompute advantages and value targets with the current critic before "
+                                      "every epoch, not only once per batch")
+    value_norm: bool = _f(False, "PPO: the critic fits value targets normalised by the running mean/std of the "
+                                 "returns (de-normalised wherever V is used); an alternative to norm_reward")
     # --- agent -------------------------------------------------------------
     hidden_sizes: Tuple[int, ...] = _f((64, 64), "hidden layer sizes of policy and critic, e.g. 64,64 "
                                                  "(each network can override it below)")
@@ -118,10 +128,15 @@ class Config:
     preset: str = _f("default", "name of the preset this config started from (informational)")
 
     def __post_init__(self):
-        for name in _SIZE_FIELDS:
+        for name in _TUPLE_FIELDS:
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
         _validate(self)
+
+    @property
+    def env_kwargs_dict(self) -> dict:
+        """``env_kwargs`` as the dict handed to ``gymnasium.make``."""
+        return dict(_parse_env_kwarg(item) for item in self.env_kwargs)
 
     @property
     def actor_sizes(self) -> Tuple[int, ...]:
@@ -152,7 +167,7 @@ class Config:
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
-        for name in _SIZE_FIELDS:
+        for name in _TUPLE_FIELDS:
             if d[name] is not None:
                 d[name] = list(d[name])
         return d
@@ -164,7 +179,7 @@ class Config:
         if unknown:
             raise ConfigError(f"unknown config field(s) {unknown}; valid fields: {sorted(names)}")
         d = dict(d)
-        for name in _SIZE_FIELDS:
+        for name in _TUPLE_FIELDS:
             if d.get(name) is not None:
                 d[name] = tuple(d[name])
         return cls(**d)
@@ -173,7 +188,22 @@ class Config:
         return dataclasses.replace(self, **changes)
 
 
-_SIZE_FIELDS = ("hidden_sizes", "actor_hidden_sizes", "critic_hidden_sizes")
+_TUPLE_FIELDS = ("hidden_sizes", "actor_hidden_sizes", "critic_hidden_sizes", "env_kwargs")
+
+
+def _parse_env_kwarg(item: str):
+    """``"key=value"`` -> ``(key, value)`` with value a Python literal (number, True/False/None) or a string."""
+    import ast
+    key, sep, text = str(item).partition("=")
+    key = key.strip()
+    if not sep or not key.isidentifier():
+        raise ConfigError(f"env_kwargs item {item!r} is not key=value with a Python identifier as key, "
+                          f"e.g. include_cfrc_ext_in_observation=False")
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError):
+        value = text.strip()
+    return key, value
 
 
 def _need(cond: bool, msg: str):
@@ -226,6 +256,8 @@ def _validate(c: Config):
     _need(c.run_name is None or (c.run_name.strip() not in ("", ".", "..") and "/" not in c.run_name
                                  and "\\" not in c.run_name),
           f"run_name must be a plain folder name, no '/' (got {c.run_name!r}); put folders in --out-dir")
+    _need(0.0 <= c.lr_floor <= 1.0, f"lr_floor must be in [0, 1], a fraction of lr (got {c.lr_floor})")
+    _need(c.lr_decay_steps is None or c.lr_decay_steps > 0, f"lr_decay_steps must be > 0 or none (got {c.lr_decay_steps})")
     _need(0.0 <= c.gamma <= 1.0, f"gamma must be in [0, 1] (got {c.gamma})")
     _need(0.0 <= c.gae_lambda <= 1.0, f"gae_lambda must be in [0, 1] (got {c.gae_lambda})")
     _need(0.0 < c.clip_coef < 1.0, f"clip_coef must be in (0, 1) (got {c.clip_coef})")
@@ -234,7 +266,8 @@ def _validate(c: Config):
     for name in ("ent_coef", "vf_coef", "kl_coef"):
         _need(getattr(c, name) >= 0, f"{name} must be >= 0 (got {getattr(c, name)})")
     _need(c.target_kl is None or c.target_kl > 0, f"target_kl must be > 0 or none (got {c.target_kl})")
-    for name in _SIZE_FIELDS:
+    c.env_kwargs_dict  # raises for an item that is not key=value
+    for name in _TUPLE_FIELDS[:3]:
         v = getattr(c, name)
         _need((v is None and name != "hidden_sizes") or (v is not None and len(v) >= 1 and all(int(h) > 0 for h in v)),
               f"{name} must be positive integers, e.g. 64,64 (got {v})")
@@ -264,6 +297,8 @@ def _validate(c: Config):
         _need(c.groups_per_iter >= 1, f"groups_per_iter must be >= 1 (got {c.groups_per_iter})")
         _need(c.ref_update_every >= 0, f"ref_update_every must be >= 0 (got {c.ref_update_every})")
         _need(not c.clip_vloss, "clip_vloss has no meaning for GRPO (it has no critic); remove --clip-vloss")
+        for name in ("adv_every_epoch", "value_norm"):
+            _need(not getattr(c, name), f"{name} is a PPO option (GRPO has no critic); remove --{name.replace('_', '-')}")
         _need(c.grpo_train_steps == "all" or c.groups_per_iter * c.num_envs >= c.num_minibatches,
               f"grpo_train_steps=branch trains one step per member, groups_per_iter*num_envs="
               f"{c.groups_per_iter * c.num_envs} per update, fewer than num_minibatches={c.num_minibatches}; "

@@ -38,6 +38,9 @@ class Batch:
     weights: Optional[torch.Tensor] = None      # [T, N] per-step loss weights (GRPO 1/(G*len))
     ref_logprobs: Optional[torch.Tensor] = None  # [T, N] reference policy log-probs (GRPO KL)
     mask: Optional[torch.Tensor] = None         # [T, N] bool, steps that belong to the batch
+    last_obs: Optional[torch.Tensor] = None     # [N, obs_dim] normalised obs after the last step (bootstrap)
+    final_obs: Optional[torch.Tensor] = None    # [M, obs_dim] normalised final obs of time-limit truncations
+    final_at: Optional[torch.Tensor] = None     # [M, 2] long, the (t, env) of each of them
 
     def flat(self) -> dict:
         """Tensors needed by ``update``, flattened to ``[B]`` (masked steps dropped)."""
@@ -111,16 +114,26 @@ def collect_steps(envs: VecEnv, policy: GaussianPolicy, critic: ValueNet, obs_no
         rs.global_step += N
     tt = lambda x: torch.from_numpy(x).to(device)  # noqa: E731
     obs, actions = tt(obs_buf), tt(act_buf)
-    logprobs = policy_outputs(policy, obs.reshape(T * N, -1), actions.reshape(T * N, -1)).reshape(T, N)
-    v = values_of(critic, torch.cat([obs.reshape(T * N, -1), tt(obs_norm(rs.obs))] + [tt(o) for o in boot_obs]))
+    final_at = [(t, i) for t, cut in boot_at for i in cut]
+    batch = Batch(obs=obs, actions=actions, rewards=tt(rew_buf), terminated=tt(term_buf), truncated=tt(trunc_buf),
+                  logprobs=policy_outputs(policy, obs.reshape(T * N, -1), actions.reshape(T * N, -1)).reshape(T, N),
+                  last_obs=tt(obs_norm(rs.obs)),
+                  final_obs=tt(np.concatenate(boot_obs) if boot_obs else np.empty((0, envs.obs_dim), np.float32)),
+                  final_at=torch.tensor(final_at, dtype=torch.long, device=device).reshape(-1, 2))
+    batch.values, batch.next_values = rollout_values(critic, batch)
+    return batch
+
+
+def rollout_values(critic: ValueNet, batch: Batch):
+    """``(V(s_t) [T, N], V(next obs of the same episode) [T, N])`` from one batched critic call:
+    V(s_{t+1}) normally, V(final obs) where a time limit cut the episode at t, V(last_obs) at t = T-1."""
+    T, N = batch.rewards.shape
+    v = values_of(critic, torch.cat([batch.obs.reshape(T * N, -1), batch.last_obs, batch.final_obs]))
     values = v[:T * N].reshape(T, N)
     next_values = torch.cat([values[1:], v[T * N:(T + 1) * N][None]])
-    k = (T + 1) * N
-    for t, cut in boot_at:
-        next_values[t, torch.from_numpy(cut).to(device)] = v[k:k + len(cut)]
-        k += len(cut)
-    return Batch(obs=obs, actions=actions, logprobs=logprobs, rewards=tt(rew_buf),
-                 terminated=tt(term_buf), truncated=tt(trunc_buf), values=values, next_values=next_values)
+    if batch.final_at.shape[0]:
+        next_values[batch.final_at[:, 0], batch.final_at[:, 1]] = v[(T + 1) * N:]
+    return values, next_values
 
 
 @dataclass

@@ -96,7 +96,8 @@ class TrainState:
             torch.set_num_threads(cfg.torch_threads)
         device = resolve_device(cfg.device)
         torch.manual_seed(cfg.seed)
-        envs = make_vec_env(cfg.env_id, cfg.num_envs, cfg.vectorization, nthread=cfg.env_threads or None)
+        envs = make_vec_env(cfg.env_id, cfg.num_envs, cfg.vectorization, nthread=cfg.env_threads or None,
+                            **cfg.env_kwargs_dict)
         policy = make_policy(cfg, envs.obs_dim, envs.act_dim).to(device)
         critic = make_critic(cfg, envs.obs_dim).to(device) if cfg.algo == "ppo" else None
         ref = None

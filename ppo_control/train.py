@@ -220,7 +220,7 @@ def _finished(ts: TrainState) -> bool:
 def _iteration(ts: TrainState) -> dict:
     cfg = ts.cfg
     if cfg.anneal_lr:
-        frac = max(0.0, 1.0 - ts.rollout.global_step / cfg.total_steps)
+        frac = max(cfg.lr_floor, 1.0 - ts.rollout.global_step / (cfg.lr_decay_steps or cfg.total_steps))
         for g in ts.optimizer.param_groups:
             g["lr"] = frac * cfg.lr
     return (grpo if cfg.algo == "grpo" else ppo).iteration(ts)
