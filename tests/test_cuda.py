@@ -1,28 +1,19 @@
 """Every tensor path with the networks on a GPU. Skipped without CUDA; run by benchmarks/gpu_smoke.sh
 on a machine with one (README, "GPU")."""
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 
 from ppo_control import evaluate, load_policy, train
-from ppo_control.config import make_config
 from ppo_control.update import make_optimizer, update
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-GOLDEN = torch.load(Path(__file__).parent / "data" / "update_golden.pt", weights_only=True)
 
 
 @pytest.mark.parametrize("case", ["ppo_ent_clipv_dual", "grpo_kl"])
 def test_update_on_cuda_equals_the_cpu_reference(case):
-    from test_update import _old_nets
-    g = GOLDEN[case]
-    cfg = make_config("classic", **g["config"])
-    pi, vf = _old_nets(cfg)
-    pi.load_state_dict(g["before"]["policy"])
-    if vf is not None:
-        vf.load_state_dict(g["before"]["critic"])
+    from test_update import golden_start
+    g, cfg, pi, vf = golden_start(case)
     dev = torch.device("cuda")
     pi = pi.to(dev)
     vf = vf.to(dev) if vf is not None else None

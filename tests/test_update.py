@@ -28,14 +28,20 @@ def _old_nets(cfg, obs_dim=5, act_dim=3):
     return pi, vf
 
 
-@pytest.mark.parametrize("case", sorted(GOLDEN))
-def test_autograd_update_equals_the_hand_written_update_it_replaced(case):
+def golden_start(case):
+    """(golden record, config, policy, critic or None) at the state the golden update started from."""
     g = GOLDEN[case]
     cfg = make_config("classic", **g["config"])
     pi, vf = _old_nets(cfg)
     pi.load_state_dict(g["before"]["policy"])
     if vf is not None:
         vf.load_state_dict(g["before"]["critic"])
+    return g, cfg, pi, vf
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN))
+def test_autograd_update_equals_the_hand_written_update_it_replaced(case):
+    g, cfg, pi, vf = golden_start(case)
     opt = make_optimizer([pi] + ([vf] if vf is not None else []), cfg)
     stats = update(pi, vf, opt, g["data"], cfg, torch.Generator().manual_seed(7), cfg.norm_adv and vf is not None)
     moved = 0.0
