@@ -123,3 +123,21 @@ def test_find_runs_errors_on_missing_path(tmp_path):
         load_runs([tmp_path / "nope"])
     with pytest.raises(KeyError, match="no run has config field"):
         group_runs(load_runs([make_run(tmp_path, "a", [1.0])]), ["not_a_field"])
+
+
+def test_peak_of_the_seed_mean_eval_curve_by_hand(tmp_path):
+    import json as _json
+
+    from ppo_control.experiments.aggregate import load_run, peak_of_mean_eval
+    evals = {1: [(50_000, 10.0), (100_500, 30.0), (150_000, 20.0)],   # seed 1
+             2: [(51_000, 20.0), (100_000, 10.0), (150_200, 40.0)]}   # seed 2: other iteration boundaries
+    runs = []
+    for seed, pts in evals.items():
+        d = write_run(tmp_path, f"s{seed}", [1.0, 2.0], seed=seed, eval_interval=50_000)
+        with open(d / "metrics.jsonl", "a") as f:
+            for step, v in pts:
+                f.write(_json.dumps({"iteration": 9, "global_step": step, "eval/return": v}) + "\n")
+        runs.append(load_run(d))
+    # seed means at 50k, 100k, 150k: 15, 20, 30 -> peak 30 (a single seed's best, 40, is not it)
+    assert peak_of_mean_eval(runs) == 30.0
+    assert math.isnan(peak_of_mean_eval([load_run(write_run(tmp_path, "no_eval", [1.0]))]))

@@ -226,8 +226,28 @@ def summarize(runs: Sequence[Run], by: Sequence[str]) -> List[dict]:
             row.update({f"{m}_{k}": v for k, v in s.items() if k != "n"})
         for m in ("wall_time", "SPS", "global_step"):
             row[f"{m}_mean"] = float(np.mean([r.metric(m) for r in done])) if done else float("nan")
+        row["peak_mean_eval"] = peak_of_mean_eval(done)
         rows.append(row)
     return rows
+
+
+def peak_of_mean_eval(runs: Sequence[Run]) -> float:
+    """Tianshou's way of reporting: the highest point of the seed-mean periodic evaluation curve
+    (``eval/return``), over the evaluation points every seed reached; NaN without periodic evals.
+
+    An evaluation is placed by ``global_step // eval_interval`` (the multiple of the interval its
+    iteration crossed), so seeds line up.  Being a maximum over points, it is >= the final value:
+    compare it only with numbers reported the same way."""
+    curves = []
+    for r in runs:
+        k = int(r.config.get("eval_interval") or 0)
+        path = r.path / JSONL_NAME
+        if k <= 0 or not path.exists():
+            return float("nan")
+        curves.append({int(row["global_step"]) // k: float(row["eval/return"]) for row in read_jsonl(path)
+                       if row.get("eval/return") is not None and math.isfinite(row["eval/return"])})
+    common = set.intersection(*(set(c) for c in curves)) if curves else set()
+    return max((float(np.mean([c[i] for c in curves])) for i in common), default=float("nan"))
 
 
 def _num(x: float, digits: int = 1) -> str:
@@ -252,18 +272,20 @@ def _duration(seconds: float) -> str:
 
 def markdown_table(rows: Sequence[dict]) -> str:
     """Rows from ``summarize`` as a Markdown table (mean [95% CI] over seeds, IQM for >= 4 seeds)."""
-    head = ["setting", "seeds", "final return", "final IQM", "eval return", "eval IQM", "AUC/step",
+    head = ["setting", "seeds", "final return", "final IQM", "eval return", "eval IQM", "peak mean eval", "AUC/step",
             "wall time", "SPS", "steps"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     for r in rows:
         seeds = str(r["n_finished"]) + (f" (+{r['n_unfinished']} unfinished)" if r["n_unfinished"] else "") + \
             (f" (+{r['n_failed']} failed)" if r["n_failed"] else "")
         cells = [r["setting"], seeds, _mean_ci(r, "final_return"), _num(r["final_return_iqm"]),
-                 _mean_ci(r, "eval_return"), _num(r["eval_return_iqm"]), _mean_ci(r, "auc"),
+                 _mean_ci(r, "eval_return"), _num(r["eval_return_iqm"]), _num(r["peak_mean_eval"]),
+                 _mean_ci(r, "auc"),
                  _duration(r["wall_time_mean"]), _num(r["SPS_mean"], 0), _num(r["global_step_mean"], 0)]
         lines.append("| " + " | ".join(cells) + " |")
     notes = ("Mean over seeds [95% percentile-bootstrap CI]; final return = mean of the last 10 training "
-             "episodes; eval = deterministic policy; AUC/step = mean height of the training curve; "
+             "episodes; eval = deterministic policy; peak mean eval = highest point of the seed-mean periodic "
+             "evaluation curve (Tianshou's reporting; needs eval_interval); AUC/step = mean height of the training curve; "
              f"IQM only with >= {IQM_MIN_SEEDS} seeds; wall time and SPS are per-run means.")
     return "\n".join(lines) + "\n\n" + notes + "\n"
 
