@@ -80,6 +80,7 @@ def iteration(ts) -> dict:
     cfg, envs = ts.cfg, ts.envs
     G, N = cfg.group_size, cfg.num_envs
     K, H = N // G, _max_len(ts)
+    uncut = cfg.horizon is None or cfg.horizon >= (envs.max_episode_steps or float("inf"))
     parts, stds, zeros, returns, lengths, group_rets, env_steps = [], [], [], [], [], [], 0
     t0 = time.perf_counter()
     for _ in range(cfg.groups_per_iter):
@@ -107,9 +108,9 @@ def iteration(ts) -> dict:
             pool = ts.extra.setdefault("pool", [])
             pool.extend(gr.visited)
             del pool[:-POOL_SIZE]
-        # whole episodes (started at t = 0, ended by the env, not by the horizon) feed charts/episodic_return;
-        # branch: the trunks' episodes do (_advance_trunks)
-        full = gr.ended & np.repeat(fresh, G) & (cfg.start_state != "branch")
+        # whole episodes (started at t = 0, ended by the env) feed charts/episodic_return, only where the horizon
+        # cannot cut one (else only the episodes that fail early would count); branch: the trunks' episodes do
+        full = gr.ended & np.repeat(fresh, G) & (cfg.start_state != "branch") & uncut
         ts.rollout.episodes.extend((float(r), int(n)) for r, n, f in zip(gr.returns, gr.lengths, full) if f)
         stds.append(gstd)
         zeros.append(zero)

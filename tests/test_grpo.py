@@ -314,7 +314,7 @@ def test_short_horizon_summary_falls_back_to_evaluation(tiny, tmp_path):
                     eval_interval=160, eval_interval_episodes=1))
     evals = [r["eval/return"] for r in read_jsonl(tmp_path / "c" / "metrics.jsonl") if np.isfinite(r["eval/return"])]
     assert s["final_return"] == evals[-1] and s["final_return_source"] == "periodic_eval"
-    s = train(g_cfg(tiny, run_name="d", total_steps=160))  # Hopper at init falls within 20 steps: real episodes
+    s = train(g_cfg(tiny, run_name="d", total_steps=160, horizon=None))  # whole Hopper episodes (it falls soon)
     assert s["final_return_source"] == "training_episodes"
 
 
@@ -349,4 +349,14 @@ def test_branch_trunks_are_whole_episodes_for_the_training_curve(tiny):
         assert [s["elapsed_steps"] for s in x["trunk"]] == x["trunk_length"].tolist()
         assert x["trunk_return"].tolist() == x["trunk_length"].astype(float).tolist()
     assert len(episodes) >= 4 and all(r == n - 1 for r, n in episodes)
+    ts.envs.close()
+
+
+@pytest.mark.parametrize("horizon, counted", [(20, False), (None, True)])
+def test_member_episodes_count_only_where_the_horizon_cannot_cut_them(tiny, horizon, counted):
+    """With H below the episode length only the members that fail early would end: counting them would
+    make a curve of failures, so short-horizon reset/visited runs report no training episodes."""
+    ts = TrainState.build(g_cfg(tiny, env_id="InvertedPendulum-v5", start_state="reset", horizon=horizon))
+    grpo.iteration(ts)
+    assert (len(ts.rollout.drain_episodes()) > 0) == counted
     ts.envs.close()
