@@ -1,0 +1,41 @@
+"""Per-run means of the GRPO diagnostics over a whole run, as a Markdown table (issue 12).
+
+    python benchmarks/grpo_diagnostics.py results/runs/grpo_pilot > results/grpo_pilot/diagnostics.md
+
+Columns: eval return at the end (summary.json), and the mean over all iterations of
+grpo/within_group_share (share of the return variance inside groups; with CRN it is the share the
+branch action explains, see advantages.within_group_share), grpo/zero_signal_frac,
+grpo/group_return_std, losses/approx_kl, losses/clipfrac, and the number of updates.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+KEYS = ("grpo/within_group_share", "grpo/zero_signal_frac", "grpo/group_return_std", "losses/approx_kl",
+        "losses/clipfrac")
+
+
+def row(run: Path) -> str:
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    summary = json.loads((run / "summary.json").read_text()) if (run / "summary.json").exists() else {}
+    means = [np.nanmean([r[k] if r.get(k) is not None else np.nan for r in rows]) for k in KEYS]
+    ev = summary.get("eval_return", float("nan"))
+    return f"| {run.name} | {ev:,.1f} | " + " | ".join(f"{m:.3f}" for m in means) + f" | {len(rows)} |"
+
+
+def main(dirs):
+    runs = sorted(p.parent for d in dirs for p in Path(d).glob("*/metrics.jsonl"))
+    print("| run | eval return | within-group share | zero-signal frac | group return std | approx KL | clipfrac "
+          "| updates |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for run in runs:
+        print(row(run))
+    print(f"\nRun means over all iterations. command: python benchmarks/grpo_diagnostics.py {' '.join(dirs)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
