@@ -92,8 +92,8 @@ def test_print_config_shows_preset_env_overrides_and_flags(capsys):
 def test_tuned_preset_rows_apply_per_task_and_name_their_source():
     from ppo_control.config import TUNED_ROWS
     c = make_config("tuned", env_id="HalfCheetah-v5")
-    assert (c.init_log_std, c.critic_sizes, c.actor_sizes, c.vf_coef) == (-0.5, (256, 256), (64, 64), 0.25)
-    assert c.adv_every_epoch and c.value_norm and not c.norm_reward and (c.num_envs, c.num_steps) == (64, 64)
+    assert (c.init_log_std, c.critic_sizes, c.actor_sizes, c.eval_interval) == (-0.5, (256, 256), (64, 64), 50_000)
+    assert (c.num_envs, c.num_steps, c.num_minibatches, c.lr) == (64, 64, 8, 1e-3)
     h = make_config("tuned", env_id="Hopper-v5")
     assert (h.num_envs, h.num_steps, h.lr, h.init_log_std) == (4, 512, 3e-4, -0.5)
     assert make_config("tuned", env_id="Swimmer-v5").gamma == 0.9999
