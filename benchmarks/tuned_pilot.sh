@@ -16,3 +16,6 @@ ppo-control sweep "${common[@]}" --init-log-std -0.5 --adv-every-epoch --value-n
     --vf-coef 0.25 --out-dir "$out/c1_details"
 # C2: C0 + a wider critic (256x256) than the 64x64 actor (Andrychowicz et al. 2021)
 ppo-control sweep "${common[@]}" --init-log-std -0.5 --critic-hidden-sizes 256,256 --out-dir "$out/c2_widecritic"
+# C3: C1 + C2 (details and the wide critic together)
+ppo-control sweep "${common[@]}" --init-log-std -0.5 --adv-every-epoch --value-norm --no-norm-reward \
+    --vf-coef 0.25 --critic-hidden-sizes 256,256 --out-dir "$out/c3_details_widecritic"

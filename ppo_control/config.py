@@ -325,8 +325,9 @@ FAST = dict(CLASSIC, num_envs=64, num_steps=64, num_minibatches=8, lr=1e-3, vect
 
 # "tuned": the fast preset's batch shape with what measured best on HalfCheetah-v5 (README "Results",
 # results/tuned_pilot.md): log_std starting at -0.5 (std 0.61) and a 256x256 critic beside the 64x64
-# actor (Andrychowicz et al. 2021); advantages every epoch + value-target normalisation + vf 0.25 on
-# top of that tied with it (5,697 vs 5,931, 2 seeds) at 1.3x the wall time, so they stay options.
+# actor (Andrychowicz et al. 2021). Adding advantages every epoch + value-target normalisation + vf 0.25
+# tied with it (final 5,697 vs 5,931, peak mean eval 6,550 vs 6,520; 2 seeds), so the simpler one won
+# and those stay options (the ablation is still to run).
 # Periodic deterministic evaluation every 50k steps gives the learning curve and the peak metric.
 TUNED = dict(FAST, init_log_std=-0.5, critic_hidden_sizes=(256, 256), eval_interval=50_000)
 
