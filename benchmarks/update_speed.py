@@ -3,7 +3,9 @@
     python benchmarks/update_speed.py [--preset classic] [--repeats 7] [--out results/speed/update]
 
 Variants run interleaved, repeat by repeat, in one process (so machine noise hits them alike);
-the table gives the median seconds per update and the ratio to the first variant.
+the table gives the median seconds per update and the ratio to the first variant.  The last
+variant compiles the loss (forward and backward through AOTAutograd/inductor); its compile time
+is reported apart, to weigh against what it saves per update.
 """
 from __future__ import annotations
 
@@ -20,9 +22,12 @@ import torch
 from ppo_control.config import make_config
 from ppo_control.networks import make_critic, make_policy
 from ppo_control.runinfo import environment_info
+from ppo_control import update as update_mod
 from ppo_control.update import update
 
-VARIANTS = {"fused": {"fused": True}, "foreach": {"foreach": True}, "for-loop": {"foreach": False}}
+VARIANTS = {"fused": {"fused": True}, "foreach": {"foreach": True}, "for-loop": {"foreach": False},
+            "fused + torch.compile(minibatch_loss)": {"fused": True}}
+COMPILED = "fused + torch.compile(minibatch_loss)"
 
 
 def batch(cfg, obs_dim, act_dim, seed=0):
@@ -46,15 +51,20 @@ def main():
     obs_dim, act_dim = (int(x) for x in a.env_dims.split(","))
     data = batch(cfg, obs_dim, act_dim)
     times = {k: [] for k in VARIANTS}
+    eager, compiled, compile_s = update_mod.minibatch_loss, torch.compile(update_mod.minibatch_loss, dynamic=False), 0.0
     for r in range(a.repeats + 1):
         for name, kw in VARIANTS.items():
             torch.manual_seed(0)
             pi, vf = make_policy(cfg, obs_dim, act_dim), make_critic(cfg, obs_dim)
             opt = torch.optim.Adam(list(pi.parameters()) + list(vf.parameters()), lr=cfg.lr, eps=cfg.adam_eps, **kw)
+            update_mod.minibatch_loss = compiled if name == COMPILED else eager
             t0 = time.perf_counter()
             update(pi, vf, opt, data, cfg, torch.Generator().manual_seed(r), cfg.norm_adv)
-            if r > 0:  # the first round warms up
+            if r > 0:  # the first round warms up (and compiles)
                 times[name].append(time.perf_counter() - t0)
+            elif name == COMPILED:
+                compile_s = time.perf_counter() - t0
+    update_mod.minibatch_loss = eager
     base = median(times[next(iter(VARIANTS))])
     info = environment_info()
     md = [f"# One PPO update, {a.preset} preset ({cfg.batch_size} samples, {cfg.num_minibatches} minibatches, "
@@ -64,6 +74,8 @@ def main():
           f"load {os.getloadavg()}; torch {info['torch']}\n",
           "| Adam variant | median s / update | vs fused |", "|---|---:|---:|"]
     md += [f"| {k} | {median(v):.3f} | {median(v) / base:.2f}x |" for k, v in times.items()]
+    md.append(f"\nFirst update with torch.compile (compilation included; inductor's on-disk cache makes a second "
+              f"process faster): {compile_s:.1f} s")
     print("\n".join(md))
     if a.out:
         out = Path(a.out)
