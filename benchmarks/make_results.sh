@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerate every committed table and figure in results/ from the run directories
-# (made by benchmarks/ppo_classic_1m.sh, benchmarks/ppo_fast_1m.sh, benchmarks/grpo_vs_ppo.sh,
+# (made by benchmarks/ppo_classic_1m.sh, benchmarks/ppo_fast_1m.sh, benchmarks/grpo_vs_ppo.sh, tuned_pilot.sh, tuned_1m.sh,
 # benchmarks/mujoco_suite.py and benchmarks/lambda_ent_sweep.sh). Runs nothing but plotting.
 set -eu
 R=results/runs
@@ -29,3 +29,6 @@ ppo-control plot $R/ppo_classic_1m/Hopper-v5__classic__s{1,2} $R/ppo_fast_1m/Hop
 # the fast preset on Walker2d-v5 and Ant-v5 against the default preset's suite runs
 ppo-control plot results/runs/ppo_fast_more_1m $R/mujoco_suite/ppo_default/Walker2d-v5__ppo__s{1,2,3} \
     $R/mujoco_suite/ppo_default/Ant-v5__ppo__s{1,2,3} --group-by preset --out results/ppo_fast_vs_default.png
+# the tuned preset: pilot candidates on HalfCheetah-v5, then the 1M table and curves vs published PPO
+ppo-control plot $R/tuned_pilot/HalfCheetah --curve eval/return --out results/tuned_pilot.png
+python benchmarks/tuned_report.py --runs $R/tuned_1m --out results/tuned_1m/tuned
