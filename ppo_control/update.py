@@ -98,6 +98,7 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
     b = B // n_mb
     stats, logratios, advs = [], [], []
     epoch, stop = 0, False
+    loss_fn = compiled_loss() if cfg.compile else minibatch_loss
     for epoch in range(cfg.update_epochs):
         if refresh is not None and epoch > 0:
             for key, x in refresh().items():
@@ -106,7 +107,7 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
         for k in range(n_mb):
             rows = shuffled[k * b:(k + 1) * b]
             mb = {key: rows[:, c] for key, c in col.items()}
-            loss, st, logratio, adv = minibatch_loss(policy, critic, mb, cfg, norm_adv)
+            loss, st, logratio, adv = loss_fn(policy, critic, mb, cfg, norm_adv)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             for p in params:
@@ -133,6 +134,17 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
     out["losses/epochs"] = epoch + 1
     out["losses/early_stop"] = float(stop)
     return out
+
+
+_COMPILED = {}
+
+
+def compiled_loss():
+    """``minibatch_loss`` through ``torch.compile`` (one per process; shapes that change, as GRPO's
+    batches do, are traced once more as dynamic, then reused)."""
+    if "loss" not in _COMPILED:
+        _COMPILED["loss"] = torch.compile(minibatch_loss)
+    return _COMPILED["loss"]
 
 
 def make_optimizer(nets: List[nn.Module], cfg: Config) -> torch.optim.Adam:

@@ -145,3 +145,20 @@ def test_non_finite_loss_raises():
 
 def test_weighted_mean_reduces_with_weights():
     assert float(weighted_mean(torch.tensor([1.0, 3.0]), torch.tensor([3.0, 1.0]))) == pytest.approx(1.5)
+
+
+def test_compiled_loss_gives_the_same_update():
+    g, cfg, pi, vf = golden_start("ppo_ent_clipv_dual")
+    cfg = cfg.replace(compile=True)
+    update(pi, vf, make_optimizer([pi, vf], cfg), g["data"], cfg, torch.Generator().manual_seed(7), True)
+    for name, p in pi.state_dict().items():
+        assert torch.allclose(p, g["policy"][name], atol=2e-5, rtol=1e-4), name
+    # another batch size (as GRPO's batches vary) is traced again and still right
+    g, cfg2, pi2, _ = golden_start("grpo_kl")
+    data = {k: v[:96] for k, v in g["data"].items()}
+    ref = GaussianPolicy(mlp(5, cfg2.hidden_sizes, 3, cfg2.activation, 0.01), 3)
+    ref.load_state_dict(pi2.state_dict())
+    for net, c in ((pi2, cfg2.replace(compile=True)), (ref, cfg2)):
+        update(net, None, make_optimizer([net], c), data, c, torch.Generator().manual_seed(3), False)
+    for (name, p), q in zip(pi2.state_dict().items(), ref.state_dict().values()):
+        assert torch.allclose(p, q, atol=2e-5, rtol=1e-4), name
