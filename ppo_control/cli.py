@@ -17,24 +17,20 @@ from .update import NonFiniteError
 CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(Config)) - {"preset"}
 
 
-def _positive_int(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {s!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1 (got {v})")
-    return v
+def _int_at_least(low: int):
+    """An argparse type: an int >= ``low``."""
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {s!r}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low} (got {v})")
+        return v
+    return parse
 
 
-def _seed(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {s!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0 (got {v})")
-    return v
+_positive_int, _seed = _int_at_least(1), _int_at_least(0)
 
 
 def _video_path(s: str) -> str:
