@@ -34,3 +34,9 @@ if [ "$STAGE" = 3 ]; then
   ppo-control sweep $COMMON --grid gamma=0.99 --grid start_state=branch --grid crn=true --grid grpo_train_steps=all \
       --grid horizon=128
 fi
+if [ "$STAGE" = 4 ]; then
+  # vine (only the branch actions trained, CRN) with shorter horizons: one sample per member costs H steps,
+  # so H 8/16 gives 4x/2x the samples and updates of H 32
+  run --grid start_state=branch --grid crn=true --grid grpo_train_steps=branch --grid horizon=8,16 \
+      --grid groups_per_iter=4 --grid num_minibatches=4
+fi

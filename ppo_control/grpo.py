@@ -77,74 +77,83 @@ def _max_len(ts) -> int:
 
 
 def iteration(ts) -> dict:
-    cfg, envs = ts.cfg, ts.envs
-    G, N = cfg.group_size, cfg.num_envs
-    K, H = N // G, _max_len(ts)
-    uncut = cfg.horizon is None or cfg.horizon >= (envs.max_episode_steps or float("inf"))
-    parts, stds, zeros, returns, lengths, group_rets, env_steps = [], [], [], [], [], [], 0
+    """One GRPO iteration on the ``TrainState`` ``ts`` (``groups_per_iter`` rounds, one update)."""
+    cfg, G, N = ts.cfg, ts.cfg.group_size, ts.cfg.num_envs
     t0 = time.perf_counter()
-    for _ in range(cfg.groups_per_iter):
-        starts, fresh = _start_states(ts, K)
-        obs0 = envs.set_snapshots([starts[i // G] for i in range(N)], restore_rng=False)
-        record_at = ()
-        if cfg.start_state == "visited":
-            record_at = tuple(int(x) for x in ts.np_rng.integers(0, H, size=RECORDS_PER_ROUND))
-        # reference log-probs are always collected so grpo/kl_ref is logged even with kl_coef = 0
-        gr = collect_groups(envs, ts.policy, ts.ref_policy, ts.obs_norm, obs0, H, ts.device, record_at, ts.np_rng,
-                            group_size=G, crn=cfg.crn)
-        if cfg.start_state == "branch":
-            _advance_trunks(ts, K, gr)
-        b = gr.batch
-        b.advantages, gstd, zero = group_relative(b.rewards, b.mask, G, cfg.gamma, cfg.grpo_advantage,
-                                                  cfg.leave_one_out, zero_threshold=cfg.zero_signal_threshold)
-        group_rets.append(group_returns(b.rewards, b.mask, G, cfg.gamma))
-        trained_len = torch.from_numpy(gr.lengths).to(b.rewards)
-        if cfg.grpo_train_steps == "branch":
-            # only the branch action: at t = 0 per_step and outcome advantages coincide
-            b.mask = b.mask & (torch.arange(b.mask.shape[0], device=b.mask.device) == 0)[:, None]
-            trained_len = torch.ones_like(trained_len)
-        parts.append((b, trained_len))
-        if cfg.start_state == "visited":
-            pool = ts.extra.setdefault("pool", [])
-            pool.extend(gr.visited)
-            del pool[:-POOL_SIZE]
-        # whole episodes (started at t = 0, ended by the env) feed charts/episodic_return, only where the horizon
-        # cannot cut one (else only the episodes that fail early would count); branch: the trunks' episodes do
-        full = gr.ended & np.repeat(fresh, G) & (cfg.start_state != "branch") & uncut
-        ts.rollout.episodes.extend((float(r), int(n)) for r, n, f in zip(gr.returns, gr.lengths, full) if f)
-        stds.append(gstd)
-        zeros.append(zero)
-        returns.append(gr.returns)
-        lengths.append(gr.lengths)
-        env_steps += gr.env_steps
-    returns, lengths = np.concatenate(returns), np.concatenate(lengths)
-    used_steps = int(lengths.sum())
-    data = _merge(parts, len(parts) * N)
+    rounds = [_round(ts, N // G, _max_len(ts)) for _ in range(cfg.groups_per_iter)]
+    data = _merge([(gr.batch, trained_len) for gr, trained_len, *_ in rounds], len(rounds) * N)
     t1 = time.perf_counter()
     stats = update(ts.policy, None, ts.optimizer, data, cfg, ts.generator, norm_adv=False)
     stats["time/collect_s"], stats["time/update_s"] = t1 - t0, time.perf_counter() - t1
-    ts.rollout.global_step += used_steps
+    lengths = np.concatenate([gr.lengths for gr, *_ in rounds])
+    ts.rollout.global_step += int(lengths.sum())
     if cfg.ref_update_every and (ts.iteration + 1) % cfg.ref_update_every == 0:
         ts.ref_policy.load_state_dict(ts.policy.state_dict())  # copies the values
-    gstd, zero = torch.cat(stds), torch.cat(zeros)
+    stats.update(_diagnostics(rounds, data, G))
+    if cfg.crn:  # members differ only in their branch action: see advantages.within_group_share
+        stats["grpo/branch_spread_share"] = stats["grpo/within_group_share"]
+    return stats
+
+
+def _round(ts, K: int, H: int):
+    """One round: K start states, G members each, rolled out for up to H steps.
+
+    Returns ``(GroupRollout with batch.advantages set, trained length per member [N],
+    group return std [K], zero-signal [K], discounted group returns [K, G])``.
+    """
+    cfg, envs, G, N = ts.cfg, ts.envs, ts.cfg.group_size, ts.cfg.num_envs
+    starts, fresh = _start_states(ts, K)
+    obs0 = envs.set_snapshots([starts[i // G] for i in range(N)], restore_rng=False)
+    record_at = ()
+    if cfg.start_state == "visited":
+        record_at = tuple(int(x) for x in ts.np_rng.integers(0, H, size=RECORDS_PER_ROUND))
+    # reference log-probs are always collected so grpo/kl_ref is logged even with kl_coef = 0
+    gr = collect_groups(envs, ts.policy, ts.ref_policy, ts.obs_norm, obs0, H, ts.device, record_at, ts.np_rng,
+                        group_size=G, crn=cfg.crn)
+    if cfg.start_state == "branch":
+        _advance_trunks(ts, K, gr)
+    b = gr.batch
+    b.advantages, gstd, zero = group_relative(b.rewards, b.mask, G, cfg.gamma, cfg.grpo_advantage,
+                                              cfg.leave_one_out, zero_threshold=cfg.zero_signal_threshold)
+    group_ret = group_returns(b.rewards, b.mask, G, cfg.gamma)
+    trained_len = torch.from_numpy(gr.lengths).to(b.rewards)
+    if cfg.grpo_train_steps == "branch":
+        # only the branch action: at t = 0 per_step and outcome advantages coincide
+        b.mask = b.mask & (torch.arange(b.mask.shape[0], device=b.mask.device) == 0)[:, None]
+        trained_len = torch.ones_like(trained_len)
+    if cfg.start_state == "visited":
+        pool = ts.extra.setdefault("pool", [])
+        pool.extend(gr.visited)
+        del pool[:-POOL_SIZE]
+    # whole episodes (started at t = 0, ended by the env) feed charts/episodic_return, only where the horizon
+    # cannot cut one (else only the episodes that fail early would count); branch: the trunks' episodes do
+    uncut = cfg.horizon is None or cfg.horizon >= (envs.max_episode_steps or float("inf"))
+    full = gr.ended & np.repeat(fresh, G) & (cfg.start_state != "branch") & uncut
+    ts.rollout.episodes.extend((float(r), int(n)) for r, n, f in zip(gr.returns, gr.lengths, full) if f)
+    return gr, trained_len, gstd, zero, group_ret
+
+
+def _diagnostics(rounds, data: dict, G: int) -> dict:
+    """The ``grpo/*`` statistics of one iteration's rounds (see README, GRPO diagnostics)."""
+    returns = np.concatenate([gr.returns for gr, *_ in rounds])
+    lengths = np.concatenate([gr.lengths for gr, *_ in rounds])
+    gstd, zero = torch.cat([r[2] for r in rounds]), torch.cat([r[3] for r in rounds])
+    used, simulated = int(lengths.sum()), sum(gr.env_steps for gr, *_ in rounds)
     group_steps = lengths.reshape(-1, G).sum(1).astype(np.float64)
-    share = within_group_share(torch.cat(group_rets))
-    stats.update({
+    adv = data["advantages"]
+    return {
         "grpo/group_return_std": float(gstd.mean()),
         "grpo/zero_signal_frac": float(zero.float().mean()),
-        "grpo/within_group_share": share,
-        "grpo/adv_abs_mean": float(data["advantages"].abs().mean()),
-        "grpo/adv_std": float(data["advantages"].std()) if data["advantages"].numel() > 1 else 0.0,
+        "grpo/within_group_share": within_group_share(torch.cat([r[4] for r in rounds])),
+        "grpo/adv_abs_mean": float(adv.abs().mean()),
+        "grpo/adv_std": float(adv.std()) if adv.numel() > 1 else 0.0,
         "grpo/group_return_mean": float(returns.mean()),
         "grpo/member_len_mean": float(lengths.mean()),
-        "grpo/trained_samples": int(data["advantages"].numel()),
-        "grpo/group_step_share_max": float(group_steps.max() / used_steps) if used_steps else 0.0,
-        "grpo/wasted_step_frac": 1.0 - used_steps / max(env_steps, 1),
-        "charts/steps_this_iter": used_steps,
-    })
-    if cfg.crn:  # members differ only in their branch action: see advantages.within_group_share
-        stats["grpo/branch_spread_share"] = share
-    return stats
+        "grpo/trained_samples": int(adv.numel()),
+        "grpo/group_step_share_max": float(group_steps.max() / used) if used else 0.0,
+        "grpo/wasted_step_frac": 1.0 - used / max(simulated, 1),
+        "charts/steps_this_iter": used,
+    }
 
 
 def _merge(parts, members: int) -> dict:

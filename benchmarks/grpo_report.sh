@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Tables and figures for issue 12's 1M GRPO runs (benchmarks/grpo_1m.sh) against the committed PPO runs.
+# No training: reads run directories only. Per env:
+#   results/grpo_1m/ENV_vs_ppo_default.{md,csv,png}  final deterministic eval (10 episodes) vs PPO's
+#       default preset (results/runs/mujoco_suite/ppo_default); curves = training episodes (GRPO branch
+#       runs: the trunks' episodes; GRPO visited runs have none, their curve is the eval figure)
+#   results/grpo_1m/ENV_eval.{md,csv,png}, ENV_eval_time.png  periodic deterministic eval against env
+#       steps / wall time, vs PPO's fast preset (the committed PPO runs with eval every 50k)
+set -eu
+mkdir -p results/grpo_1m
+for env in HalfCheetah-v5 Hopper-v5; do
+  low=$(echo "$env" | tr 'A-Z' 'a-z' | sed 's/-v5//')
+  grpo=$(ls -d results/runs/grpo_1m/${env}__*)
+  ppo-control plot $grpo results/runs/mujoco_suite/ppo_default/${env}__ppo__s* --group-by algo preset start_state crn \
+      --curve charts/episodic_return --metric eval_return --out results/grpo_1m/${low}_vs_ppo_default.png
+  ppo-control plot $grpo results/runs/ppo_fast_1m/${env}__ppo__s* --group-by algo preset start_state crn \
+      --curve eval/return --metric eval_return --out results/grpo_1m/${low}_eval.png
+  ppo-control plot $grpo results/runs/ppo_fast_1m/${env}__ppo__s* --group-by algo preset start_state crn \
+      --curve eval/return --metric eval_return --x time --out results/grpo_1m/${low}_eval_time.png
+done
+python benchmarks/grpo_diagnostics.py results/runs/grpo_1m > results/grpo_1m/diagnostics.md
