@@ -26,13 +26,16 @@ def main() -> None:
     p.add_argument("--total-steps", type=int, default=1_000_000)
     p.add_argument("--presets", nargs="+", default=["classic", "fast"])
     p.add_argument("--out", default="results/speed/wall_1m")
+    p.add_argument("--compile", nargs="+", default=[], metavar="PRESET",
+                   help="also run these presets with --compile (a torch.compile'd loss), as PRESET+compile")
     a = p.parse_args()
     info, rows = environment_info(), []
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        for preset in a.presets:
-            cfg = make_config(preset, env_id=a.env_id, seed=a.seed, total_steps=a.total_steps, eval_episodes=10,
-                              progress=False, tensorboard=False, out_dir=tmp, run_name=preset)
+        for preset in a.presets + [f"{p}+compile" for p in a.compile]:
+            base, compiled = preset.split("+")[0], preset.endswith("+compile")
+            cfg = make_config(base, env_id=a.env_id, seed=a.seed, total_steps=a.total_steps, eval_episodes=10,
+                              progress=False, tensorboard=False, out_dir=tmp, run_name=preset, compile=compiled)
             t0 = time.perf_counter()
             s = train(cfg)
             rows.append({"preset": preset, "end_to_end_s": time.perf_counter() - t0, "train_wall_s": s["wall_time"],
