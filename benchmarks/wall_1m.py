@@ -41,7 +41,7 @@ def main() -> None:
             rows.append({"preset": preset, "end_to_end_s": time.perf_counter() - t0, "train_wall_s": s["wall_time"],
                          "SPS": s["SPS"], "final_return": s["final_return"], "eval_return": s["eval_return"]})
             print(rows[-1], flush=True)
-    md = [f"# {a.total_steps:,} steps of {a.env_id}: {' vs '.join(a.presets)} preset (seed {a.seed})\n",
+    md = [f"# {a.total_steps:,} steps of {a.env_id}: {' vs '.join(a.presets + [p + '+compile' for p in a.compile])} (seed {a.seed})\n",
           f"Command: `{' '.join(['python'] + sys.argv)}`  ",
           f"Commit: `{info['commit']}` (dirty: {info['dirty']})  ",
           f"Machine: {info['cpu']}, {info['cores']} cores; load average {load_before} before, "
