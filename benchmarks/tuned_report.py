@@ -71,7 +71,7 @@ def main(argv=None):
                      f"{_n(ours_default.get(env))} | {_n(target, 1 if target and abs(target) < 10 else 0)} | {met} |")
     md_path.write_text("\n".join(lines) + "\n\n" + markdown_table(rows) + "\n" +
                        "\n".join(f"- {x}" for x in provenance_text(prov)) + "\n")
-    groups = group_runs(runs, ["env_id"])
+    groups = {k: m for k, m in group_runs(runs, ["env_id"]).items() if any(r.status == "finished" for r in m)}
     cols = min(3, len(groups))
     fig = Figure(figsize=(4.2 * cols, 3.3 * math.ceil(len(groups) / cols)), layout="constrained")
     axes = fig.subplots(math.ceil(len(groups) / cols), cols, squeeze=False).ravel()
