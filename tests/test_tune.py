@@ -145,7 +145,8 @@ def test_pruned_trial_stops_its_runs(tmp_path, monkeypatch):
     study = tune.run_study("p", f"sqlite:///{tmp_path}/p.db", SPACE, fixed=long, seeds=[1, 2], n_trials=1,
                            out_dir=tmp_path, workers=2, pruner=optuna.pruners.ThresholdPruner(lower=1e9), echo=quiet)
     [t] = study.get_trials()
-    assert t.state.name == "PRUNED" and t.user_attrs["pruned_at"] == 512 and list(t.intermediate_values) == [512]
+    # pruned at the first evaluation; on a fast machine one poll may already see the second one too
+    assert t.state.name == "PRUNED" and t.user_attrs["pruned_at"] == 512 and min(t.intermediate_values) == 512
     trial_dir = tmp_path / "p" / "trial_0000"
     assert {r["status"] for r in read_jsonl(trial_dir / LOG_NAME)} == {"interrupted"}
     for seed in (1, 2):
