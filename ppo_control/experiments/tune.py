@@ -38,7 +38,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 from ..config import OUTPUT_ONLY_FIELDS, PRESETS, Config, ConfigError, make_config
 from ..metrics import JSONL_NAME, read_jsonl
