@@ -2,6 +2,9 @@
 
     python benchmarks/wall_1m.py [--env-id HalfCheetah-v5] [--seed 1] [--presets classic fast]
     python benchmarks/wall_1m.py --env-id Hopper-v5 --presets classic default --out results/speed/wall_1m_hopper
+    python benchmarks/wall_1m.py --presets fast:off fast      # eager against the default (compile=auto)
+
+A preset may carry ``:auto``, ``:on`` or ``:off`` for its ``--compile`` setting (default: auto).
 
 Writes results/speed/wall_1m.{md,json} with the command, commit, machine, versions and load.
 """
@@ -26,22 +29,21 @@ def main() -> None:
     p.add_argument("--total-steps", type=int, default=1_000_000)
     p.add_argument("--presets", nargs="+", default=["classic", "fast"])
     p.add_argument("--out", default="results/speed/wall_1m")
-    p.add_argument("--compile", nargs="+", default=[], metavar="PRESET",
-                   help="also run these presets with --compile (a torch.compile'd loss), as PRESET+compile")
     a = p.parse_args()
     info, rows = environment_info(), []
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        for preset in a.presets + [f"{p}+compile" for p in a.compile]:
-            base, compiled = preset.split("+")[0], preset.endswith("+compile")
+        for preset in a.presets:
+            base, _, compile_ = preset.partition(":")
             cfg = make_config(base, env_id=a.env_id, seed=a.seed, total_steps=a.total_steps, eval_episodes=10,
-                              progress=False, tensorboard=False, out_dir=tmp, run_name=preset, compile=compiled)
+                              progress=False, tensorboard=False, out_dir=tmp, run_name=preset.replace(":", "_"),
+                              compile=compile_ or "auto")
             t0 = time.perf_counter()
             s = train(cfg)
             rows.append({"preset": preset, "end_to_end_s": time.perf_counter() - t0, "train_wall_s": s["wall_time"],
                          "SPS": s["SPS"], "final_return": s["final_return"], "eval_return": s["eval_return"]})
             print(rows[-1], flush=True)
-    md = [f"# {a.total_steps:,} steps of {a.env_id}: {' vs '.join(a.presets + [p + '+compile' for p in a.compile])} (seed {a.seed})\n",
+    md = [f"# {a.total_steps:,} steps of {a.env_id}: {' vs '.join(a.presets)} (seed {a.seed})\n",
           f"Command: `{' '.join(['python'] + sys.argv)}`  ",
           f"Commit: `{info['commit']}` (dirty: {info['dirty']})  ",
           f"Machine: {info['cpu']}, {info['cores']} cores; load average {load_before} before, "

@@ -46,8 +46,10 @@ class Config:
     seed: int = _f(1, "seed for torch, numpy and the environments")
     device: str = _f("auto", "torch device for the networks: cpu, cuda, cuda:N or auto")
     torch_threads: int = _f(1, "torch intra-op threads (0 = leave torch's default); 1 is fastest for small MLPs")
-    compile: bool = _f(False, "torch.compile the update's loss (forward and backward fused by inductor): faster "
-                              "updates for a one-off compile of ~20 s, a few s once inductor's disk cache has it")
+    compile: str = _f("auto", "torch.compile the update's loss (forward and backward fused by inductor): on, off, "
+                              "or auto = on for PPO runs of >= 10,000 minibatch updates where a C++ compiler exists "
+                              "(a one-off compile of ~15-20 s, ~2 s once inductor's disk cache has it)",
+                      choices=("auto", "on", "off"))
     # --- environments ------------------------------------------------------
     num_envs: int = _f(4, "number of parallel environments")
     vectorization: str = _f("batched", "vector env backend: batched (native batched MuJoCo stepping, exact "
@@ -130,6 +132,8 @@ class Config:
     preset: str = _f("default", "name of the preset this config started from (informational)")
 
     def __post_init__(self):
+        if isinstance(self.compile, bool):  # compile was a flag before (old config.json files, Python callers)
+            object.__setattr__(self, "compile", "on" if self.compile else "off")
         for name in _TUPLE_FIELDS:
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))

@@ -162,3 +162,38 @@ def test_compiled_loss_gives_the_same_update():
         update(net, None, make_optimizer([net], c), data, c, torch.Generator().manual_seed(3), False)
     for (name, p), q in zip(pi2.state_dict().items(), ref.state_dict().values()):
         assert torch.allclose(p, q, atol=2e-5, rtol=1e-4), name
+
+
+def test_compile_decision_auto_on_for_long_ppo_runs_only(monkeypatch):
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(update_mod, "_compiler_missing", lambda device: "")
+    # classic 1M: 489 iterations x 10 epochs x 32 minibatches = 156,480 updates
+    on, why = update_mod.compile_decision(make_config("classic"), cpu)
+    assert on and "156,480" in why
+    # 100k steps of the fast preset: 25 x 10 x 8 = 2,000 < 10,000, the compile would not pay
+    assert update_mod.compile_decision(make_config("fast", total_steps=100_000), cpu) == (
+        False, "auto: off, 2,000 minibatch updates < 10,000 (the compile would not pay)")
+    assert not update_mod.compile_decision(make_config("fast", algo="grpo"), cpu)[0]
+    assert update_mod.compile_decision(make_config("fast", total_steps=1000, compile="on"), cpu)[0]
+    assert not update_mod.compile_decision(make_config("classic", compile="off"), cpu)[0]
+    monkeypatch.setattr(update_mod, "_compiler_missing", lambda device: "no C++ compiler on PATH")
+    assert update_mod.compile_decision(make_config("classic"), cpu) == (False, "auto: off, no C++ compiler on PATH")
+    # compile was a flag in older config.json files and Python callers
+    assert make_config("classic", compile=True).compile == "on"
+    assert make_config("classic", compile=False).compile == "off"
+
+
+def test_a_compile_that_fails_falls_back_to_the_same_eager_update(monkeypatch, capsys):
+    def broken_compile(fn, **kw):
+        def call(*a, **k):
+            raise RuntimeError("inductor: no working C++ compiler\nmore detail")
+        return call
+    monkeypatch.setattr(update_mod, "_COMPILED", {})
+    monkeypatch.setattr(torch, "compile", broken_compile)
+    g, cfg, pi, vf = golden_start("ppo")
+    update(pi, vf, make_optimizer([pi, vf], cfg), g["data"], cfg, torch.Generator().manual_seed(7), True,
+           compiled=True)
+    for name, p in pi.state_dict().items():
+        assert torch.allclose(p, g["policy"][name], atol=2e-5, rtol=1e-4), name
+    err = capsys.readouterr().err
+    assert "torch.compile failed (RuntimeError: inductor: no working C++ compiler)" in err and "--compile off" in err
