@@ -65,16 +65,16 @@ def group_relative(rewards: torch.Tensor, alive: torch.Tensor, group_size: int, 
     Statistics are taken along the group axis only.  Where the spread is below
     ``zero_threshold`` (or fewer than 2 members are alive) the advantage is 0.
 
-    Returns ``(adv [T, N], group_std [K], zero_signal [K] bool)``; for ``per_step``
-    ``group_std``/``zero_signal`` describe the whole-rollout returns.
+    Returns ``(adv [T, N], returns [K, G], zero_signal [K] bool)``: each member's discounted
+    whole-rollout return R_i (for ``per_step`` too) and the groups whose spread of R_i is below
+    ``zero_threshold``.
     """
     T, N = rewards.shape
     K, G = _groups(N, group_size)
     m = alive.to(rewards.dtype)
     rtg = discounted_returns(rewards * m, ~alive, gamma)  # reward-to-go inside each rollout, [T, N]
     ret = rtg[0].reshape(K, G)  # whole-rollout discounted return per member
-    ret_std = ret.std(dim=1, unbiased=False)
-    zero = ret_std < zero_threshold
+    zero = ret.std(dim=1, unbiased=False) < zero_threshold
     if mode == "outcome":
         a = _normalise_groups(ret, torch.ones_like(ret), leave_one_out, eps, zero_threshold)  # [K, G]
         adv = a.reshape(1, N) * m
@@ -83,7 +83,7 @@ def group_relative(rewards: torch.Tensor, alive: torch.Tensor, group_size: int, 
         adv = a.reshape(T, N) * m
     else:
         raise ValueError(f"unknown group advantage mode {mode!r}; use outcome or per_step")
-    return adv, ret_std, zero
+    return adv, ret, zero
 
 
 def _normalise_groups(x: torch.Tensor, m: torch.Tensor, leave_one_out: bool, eps: float, thr: float):
@@ -103,12 +103,6 @@ def _groups(N: int, group_size: int):
     if N % group_size:
         raise ValueError(f"N={N} envs is not a multiple of group_size={group_size}")
     return N // group_size, group_size
-
-
-def group_returns(rewards: torch.Tensor, alive: torch.Tensor, group_size: int, gamma: float = 1.0) -> torch.Tensor:
-    """Discounted whole-rollout return of each member, ``[T, N] -> [K, G]`` (the R_i of ``group_relative``)."""
-    K, G = _groups(rewards.shape[1], group_size)
-    return discounted_returns(rewards * alive.to(rewards.dtype), ~alive, gamma)[0].reshape(K, G)
 
 
 def within_group_share(returns: torch.Tensor) -> float:

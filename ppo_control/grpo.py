@@ -21,7 +21,7 @@ import time
 import numpy as np
 import torch
 
-from .advantages import group_relative, group_returns, within_group_share
+from .advantages import group_relative, within_group_share
 from .rollout import FLAT_FIELDS, collect_groups
 from .update import update
 
@@ -113,9 +113,9 @@ def _round(ts, K: int, H: int):
     if cfg.start_state == "branch":
         _advance_trunks(ts, K, gr)
     b = gr.batch
-    b.advantages, gstd, zero = group_relative(b.rewards, b.mask, G, cfg.gamma, cfg.grpo_advantage,
-                                              cfg.leave_one_out, zero_threshold=cfg.zero_signal_threshold)
-    group_ret = group_returns(b.rewards, b.mask, G, cfg.gamma)
+    b.advantages, group_ret, zero = group_relative(b.rewards, b.mask, G, cfg.gamma, cfg.grpo_advantage,
+                                                   cfg.leave_one_out, zero_threshold=cfg.zero_signal_threshold)
+    gstd = group_ret.std(dim=1, unbiased=False)
     trained_len = torch.from_numpy(gr.lengths).to(b.rewards)
     if cfg.grpo_train_steps == "branch":
         # only the branch action: at t = 0 per_step and outcome advantages coincide

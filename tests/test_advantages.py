@@ -54,11 +54,12 @@ def test_group_normalisation_along_group_axis_only():
     # two groups of 3 with returns on very different scales
     rew = torch.tensor([[1.0, 2.0, 3.0, 1000.0, 5000.0, 9000.0]])
     alive = torch.ones_like(rew, dtype=torch.bool)
-    adv, std, zero = group_relative(rew, alive, group_size=3, gamma=1.0)
+    adv, ret, zero = group_relative(rew, alive, group_size=3, gamma=1.0)
     for g in (adv[0, :3], adv[0, 3:]):
         assert g.mean().item() == pytest.approx(0.0, abs=1e-6)
         assert g.std(unbiased=False).item() == pytest.approx(1.0, abs=1e-6)
-    assert std.tolist() == pytest.approx([(2 / 3) ** 0.5, (32e6 / 3) ** 0.5])
+    assert ret.tolist() == [[1.0, 2.0, 3.0], [1000.0, 5000.0, 9000.0]]
+    assert ret.std(1, unbiased=False).tolist() == pytest.approx([(2 / 3) ** 0.5, (32e6 / 3) ** 0.5])
     assert not zero.any()
 
 
