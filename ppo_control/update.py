@@ -8,6 +8,7 @@ reference policy), ``dual_clip``.  To add a loss term, add it to ``loss`` in
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import shutil
 import sys
@@ -164,6 +165,7 @@ def compile_decision(cfg: Config, device: torch.device) -> Tuple[bool, str]:
     return True, f"auto: on, {n:,} minibatch updates (the first one compiles: ~15-20 s, ~2 s cached)"
 
 
+@functools.lru_cache(maxsize=None)
 def _compiler_missing(device: torch.device) -> str:
     if device.type == "cpu" and not any(shutil.which(c) for c in ("g++", "c++", "clang++", "cl")):
         return "no C++ compiler on PATH for inductor's CPU code"
@@ -188,7 +190,7 @@ def compiled_loss():
                 if _COMPILED.get("worked"):
                     raise
                 _COMPILED["failed"] = True
-                print(f"ppo-control: torch.compile failed ({type(e).__name__}: {str(e).splitlines()[0][:200]}); "
+                print(f"ppo-control: torch.compile failed ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}); "
                       f"the loss runs eagerly (pass --compile off to skip the attempt)", file=sys.stderr)
                 return minibatch_loss(*args)
             _COMPILED["worked"] = True
