@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerate every committed table and figure in results/ from the run directories
-# (made by benchmarks/ppo_classic_1m.sh, benchmarks/ppo_fast_1m.sh, benchmarks/grpo_vs_ppo.sh, tuned_pilot.sh, tuned_1m.sh,
+# (made by benchmarks/ppo_classic_1m.sh, benchmarks/ppo_fast_1m.sh, benchmarks/grpo_vs_ppo.sh, tuned_pilot.sh, tuned_1m.sh, tuned_ablation.sh,
 # benchmarks/mujoco_suite.py and benchmarks/lambda_ent_sweep.sh). Runs nothing but plotting.
 set -eu
 R=results/runs
@@ -32,3 +32,7 @@ ppo-control plot results/runs/ppo_fast_more_1m $R/mujoco_suite/ppo_default/Walke
 # the tuned preset: pilot candidates on HalfCheetah-v5, then the 1M table and curves vs published PPO
 ppo-control plot $R/tuned_pilot/HalfCheetah --curve eval/return --out results/tuned_pilot.png
 python benchmarks/tuned_report.py --runs $R/tuned_1m --out results/tuned_1m/tuned
+# the tuned preset's ablation (one change at a time, made by benchmarks/tuned_ablation.sh)
+if [ -d $R/tuned_ablation ]; then
+  python benchmarks/tuned_ablation_report.py --base $R/tuned_1m --runs $R/tuned_ablation --out results/tuned_ablation/ablation
+fi

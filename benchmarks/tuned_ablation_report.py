@@ -47,6 +47,10 @@ def _n(x):
     return "—" if x is None or not math.isfinite(x) else f"{x:,.0f}"
 
 
+def _ci(lo, hi):
+    return "[—, —]" if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{lo:+,.0f}, {hi:+,.0f}]"
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--base", default="results/runs/tuned_1m")
@@ -83,7 +87,7 @@ def main(argv=None):
         lines.append(f"| {r['task']} | {r['label']} | {' '.join(map(str, r['seeds']))} | "
                      f"{_n(r['base']['mean'])} [{_n(r['base']['ci_low'])}, {_n(r['base']['ci_high'])}] | "
                      f"{_n(r['ablated']['mean'])} [{_n(r['ablated']['ci_low'])}, {_n(r['ablated']['ci_high'])}] | "
-                     f"**{d:+,.0f}** [{lo:+,.0f}, {hi:+,.0f}] | {_n(r['peak_base'])} -> {_n(r['peak_ablated'])} | "
+                     f"**{d:+,.0f}** {_ci(lo, hi)} | {_n(r['peak_base'])} -> {_n(r['peak_ablated'])} | "
                      f"{r['wall'] / 60:.1f} min |")
     lines.append("\nfinal return = mean of the last 10 training episodes at 1M steps, mean over seeds [95% percentile "
                  "bootstrap CI]; effect = changed minus tuned on the same seeds (negative: the tuned setting helps); "
@@ -104,7 +108,7 @@ def main(argv=None):
         ax.barh(y, d, xerr=np.nan_to_num(err), color=["tab:red" if v < 0 else "tab:green" for v in d], capsize=3)
         ax.axvline(0, color="black", lw=0.8)
         ax.set_yticks(y, [r["label"] for r in mine], fontsize=7)
-        ax.set_title(f"{task} ({len(mine[0]['seeds'])} seeds)", fontsize=9)
+        ax.set_title(f"{task} (seeds: {len(mine[0]['seeds'])})", fontsize=9)
         ax.set_xlabel("final return, changed - tuned", fontsize=8)
     png = save_figure(fig, out.with_suffix(".png"), prov)
     print(f"wrote {md}, {png}")
