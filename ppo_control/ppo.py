@@ -12,7 +12,7 @@ import torch
 
 from .advantages import gae
 from .rollout import collect_steps, rollout_values
-from .update import compile_decision, update
+from .update import update
 
 
 def iteration(ts) -> dict:
@@ -33,7 +33,7 @@ def iteration(ts) -> dict:
         return {"advantages": adv.reshape(-1), "returns": ret.reshape(-1)}
     t1 = time.perf_counter()
     stats = update(ts.policy, ts.critic, ts.optimizer, batch.flat(), cfg, ts.generator, cfg.norm_adv,
-                   refresh if cfg.adv_every_epoch else None, compiled=compile_decision(cfg, ts.device)[0])
+                   refresh if cfg.adv_every_epoch else None, compiled=ts.compile_plan[0])
     stats["time/collect_s"], stats["time/update_s"] = t1 - t0, time.perf_counter() - t1  # where the time goes
     y, v = batch.returns.flatten(), batch.values.flatten()
     var_y = torch.var(y)

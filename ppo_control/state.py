@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -21,7 +21,7 @@ from .envs import SnapshotError, VecEnv, make_vec_env
 from .networks import GaussianPolicy, ValueNet, make_critic, make_policy
 from .normalize import ObsNormalizer, RewardScaler
 from .rollout import RolloutState
-from .update import make_optimizer
+from .update import compile_decision, make_optimizer
 
 
 def resolve_device(name: str) -> torch.device:
@@ -89,6 +89,7 @@ class TrainState:
     wall_time: float = 0.0
     recent_returns: List[float] = field(default_factory=list)
     extra: dict = field(default_factory=dict)  # algorithm-specific state (e.g. GRPO start-state pool)
+    compile_plan: Tuple[bool, str] = (False, "")  # update.compile_decision for this run, resolved once
 
     @classmethod
     def build(cls, cfg: Config) -> "TrainState":
@@ -112,7 +113,7 @@ class TrainState:
                    optimizer=opt, obs_norm=ObsNormalizer((envs.obs_dim,), cfg.obs_clip, cfg.norm_obs),
                    rew_scaler=RewardScaler(cfg.num_envs, cfg.gamma, cfg.reward_clip, cfg.norm_reward),
                    rollout=rs, generator=torch.Generator().manual_seed(cfg.seed),
-                   np_rng=np.random.default_rng(cfg.seed))
+                   np_rng=np.random.default_rng(cfg.seed), compile_plan=compile_decision(cfg, device))
 
     # ---- capture / restore ----------------------------------------------------
     def capture(self) -> dict:

@@ -28,7 +28,7 @@ from .metrics import MetricsLogger, Progress
 from .rundir import RunDir, check_out_dir, create_run_dir, default_run_name, open_run_dir
 from .runinfo import environment_info
 from .state import TrainState
-from .update import NonFiniteError, check_finite, compile_decision
+from .update import NonFiniteError, check_finite
 
 # Divergence guard. Healthy PPO/GRPO updates have approx_kl ~0.01-0.05 (target_kl is usually 0.01-0.05);
 # at lr 0.03 on Hopper it reached 5-12 and at lr 0.3 ~1e4. With reward normalisation value losses stay
@@ -136,7 +136,7 @@ def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
     try:
         if overrides and st is None:
             print(f"preset {cfg.preset!r} on {cfg.env_id}: per-env overrides {overrides}", file=sys.stderr)
-        compiled, why = compile_decision(cfg, ts.device)
+        compiled, why = ts.compile_plan
         if compiled and cfg.compile == "auto":
             print(f"ppo-control: torch.compile {why}; --compile off to skip", file=sys.stderr)
         record.update(config=cfg.to_dict(), identity=identity, env_overrides_applied=overrides, compile=why)
