@@ -53,6 +53,20 @@ SPACES: Dict[str, Dict[str, tuple]] = {
         "lr": ("log", 1e-4, 3e-3),
         "anneal_lr": ("cat", [True, False]),
     },
+    # A small space for a 2-core budget (~15 trials): the batch shape the tuned preset's rows
+    # disagree on (64 x 64 hurt Hopper and Swimmer) plus the four knobs the recipes above set per
+    # task. 256 steps per env keeps every draw between 1,024 and 8,192 samples per rollout, so no
+    # draw needs more than ~250k minibatch updates in 1M steps.
+    "ppo_lite": {
+        "num_envs": ("cat", [4, 8, 16, 32]),
+        "num_steps": ("cat", [256]),
+        "num_minibatches": ("cat", [4, 8, 16]),
+        "update_epochs": ("int", 5, 15),
+        "lr": ("log", 1e-4, 3e-3),
+        "gamma": ("cat", [0.99, 0.999, 0.9999]),
+        "gae_lambda": ("float", 0.8, 1.0),
+        "init_log_std": ("float", -1.5, 0.0),
+    },
 }
 
 KINDS = ("float", "log", "int", "logint", "log0", "cat")
