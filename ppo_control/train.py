@@ -151,6 +151,7 @@ def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
     bar = Progress(cfg.total_steps, ts.rollout.global_step, cfg.progress, f"{cfg.algo} {cfg.env_id}")
     save = lambda state: save_checkpoint(run_dir / CHECKPOINT_NAME, dict(state, identity=identity))  # noqa: E731
     good = ts.capture()  # last state known to be sound: what every exit path saves
+    logged = good["iteration"]  # the last iteration whose metrics row is on disk and may be kept
     diverging = False
     try:
         with stop_signals_as_interrupt():
@@ -167,6 +168,8 @@ def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
                 why = _divergence(row)
                 row["charts/diverging"] = float(why is not None)
                 log.log(row)
+                if why is None or not cfg.stop_on_divergence:
+                    logged = ts.iteration
                 bar.update(int(row["charts/steps_this_iter"]), _last_return(ts), row["charts/SPS"])
                 if why is not None:
                     _on_divergence(ts, why, good, run_dir, save, warn=not diverging)
@@ -175,6 +178,10 @@ def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
                 if ts.iteration % cfg.checkpoint_every == 0:
                     save(good)
     except KeyboardInterrupt:
+        if logged == ts.iteration != good["iteration"]:
+            # stopped after the iteration's row was written but before its state was captured: keep
+            # the iteration, so the checkpoint and metrics.jsonl end at the same row
+            good = ts.capture()
         save(good)
         print(f"\ninterrupted: checkpoint at iteration {good['iteration']} saved; continue with "
               f"`ppo-control train --resume {run_dir}`", file=sys.stderr)

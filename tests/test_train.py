@@ -88,6 +88,32 @@ def test_interrupted_run_resumes_exactly(tiny, tmp_path, monkeypatch, vectorizat
     assert [r["losses/policy_loss"] for r in rows_res] == [r["losses/policy_loss"] for r in rows_full]
 
 
+def test_interrupt_after_an_iterations_row_keeps_that_iteration(tiny, tmp_path, monkeypatch):
+    """A stop (Ctrl-C, SIGTERM) that lands after iteration 3's metrics row is written: the checkpoint
+    holds iteration 3 too, so the run dir is consistent without a resume, and resuming changes nothing."""
+    from ppo_control.metrics import Progress
+    real, calls = Progress.update, {"n": 0}
+
+    def update(self, *a, **kw):
+        calls["n"] += 1
+        real(self, *a, **kw)
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+    monkeypatch.setattr(Progress, "update", update)
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny(run_name="cut", total_steps=512))
+    monkeypatch.undo()
+    rows = read_jsonl(tmp_path / "cut" / "metrics.jsonl")
+    assert [r["iteration"] for r in rows] == [1, 2, 3]
+    assert load_checkpoint(tmp_path / "cut")["iteration"] == 3
+    full = train(tiny(run_name="full", total_steps=512))
+    train(resume=str(tmp_path / "cut"))
+    pf, pr = _params(full["run_dir"]), _params(tmp_path / "cut")
+    assert all(torch.equal(pf[k], pr[k]) for k in pf)
+    assert [r["losses/policy_loss"] for r in read_jsonl(tmp_path / "cut" / "metrics.jsonl")] == \
+        [r["losses/policy_loss"] for r in read_jsonl(tmp_path / "full" / "metrics.jsonl")]
+
+
 def test_existing_run_dir_needs_resume(tiny):
     train(tiny())
     with pytest.raises(RunDirError, match="--resume"):
