@@ -5,18 +5,20 @@
 #       default preset (results/runs/mujoco_suite/ppo_default); curves = training episodes (GRPO branch
 #       runs: the trunks' episodes; GRPO visited runs have none, their curve is the eval figure)
 #   results/grpo_1m/ENV_eval.{md,csv,png}, ENV_eval_time.png  periodic deterministic eval against env
-#       steps / wall time, vs PPO's fast preset (the committed PPO runs with eval every 50k)
+#       steps / wall time, vs PPO's fast and tuned presets (the committed PPO runs with eval every 50k;
+#       tuned: results/runs/tuned_1m, benchmarks/tuned_1m.sh)
 set -eu
 mkdir -p results/grpo_1m
 for env in HalfCheetah-v5 Hopper-v5 Walker2d-v5 Ant-v5; do
   low=$(echo "$env" | tr 'A-Z' 'a-z' | sed 's/-v5//')
   grpo=$(ls -d results/runs/grpo_1m/${env}__* 2>/dev/null) || continue
-  fast=$(ls -d results/runs/ppo_fast_1m/${env}__ppo__s* results/runs/ppo_fast_more_1m/${env}__ppo__s* 2>/dev/null || true)
+  ppo_eval=$(ls -d results/runs/ppo_fast_1m/${env}__ppo__s* results/runs/ppo_fast_more_1m/${env}__ppo__s* 2>/dev/null || true)
+  ppo_eval="$ppo_eval $(ls -d results/runs/tuned_1m/${env%%-*}/${env}__s* 2>/dev/null || true)"
   ppo-control plot $grpo results/runs/mujoco_suite/ppo_default/${env}__ppo__s* --group-by algo preset start_state crn grpo_train_steps horizon \
       --curve charts/episodic_return --metric eval_return --out results/grpo_1m/${low}_vs_ppo_default.png
-  ppo-control plot $grpo $fast --group-by algo preset start_state crn grpo_train_steps horizon \
+  ppo-control plot $grpo $ppo_eval --group-by algo preset start_state crn grpo_train_steps horizon \
       --curve eval/return --metric eval_return --out results/grpo_1m/${low}_eval.png
-  ppo-control plot $grpo $fast --group-by algo preset start_state crn grpo_train_steps horizon \
+  ppo-control plot $grpo $ppo_eval --group-by algo preset start_state crn grpo_train_steps horizon \
       --curve eval/return --metric eval_return --x time --out results/grpo_1m/${low}_eval_time.png
 done
 python benchmarks/grpo_diagnostics.py results/runs/grpo_1m > results/grpo_1m/diagnostics.md
