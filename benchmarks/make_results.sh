@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate every committed table and figure in results/ from the run directories
 # (made by benchmarks/ppo_classic_1m.sh, benchmarks/ppo_fast_1m.sh, benchmarks/grpo_vs_ppo.sh, tuned_pilot.sh, tuned_1m.sh, tuned_ablation.sh,
-# benchmarks/mujoco_suite.py and benchmarks/lambda_ent_sweep.sh). Runs nothing but plotting.
+# tune_study.sh, benchmarks/mujoco_suite.py and benchmarks/lambda_ent_sweep.sh). Runs nothing but plotting.
 set -eu
 R=results/runs
 ppo-control plot $R/ppo_classic_1m --out results/ppo_classic_1m.png
@@ -31,8 +31,12 @@ ppo-control plot results/runs/ppo_fast_more_1m $R/mujoco_suite/ppo_default/Walke
     $R/mujoco_suite/ppo_default/Ant-v5__ppo__s{1,2,3} --group-by preset --out results/ppo_fast_vs_default.png
 # the tuned preset: pilot candidates on HalfCheetah-v5, then the 1M table and curves vs published PPO
 ppo-control plot $R/tuned_pilot/HalfCheetah --curve eval/return --out results/tuned_pilot.png
-python benchmarks/tuned_report.py --runs $R/tuned_1m --out results/tuned_1m/tuned
+python benchmarks/tuned_report.py --out results/tuned_1m/tuned  # every task's runs of its current row (SOURCES)
 # the tuned preset's ablation (one change at a time, made by benchmarks/tuned_ablation.sh)
 if [ -d $R/tuned_ablation ]; then
   python benchmarks/tuned_ablation_report.py --base $R/tuned_1m --runs $R/tuned_ablation --out results/tuned_ablation/ablation
 fi
+# Optuna studies behind tuned-preset rows (benchmarks/tune_study.sh): report only, no trials
+for db in results/tune/*__tuned__ppo_lite.db; do
+  [ -e "$db" ] && bash benchmarks/tune_study.sh "$(basename "$db" | cut -d_ -f1)" 0 --report
+done

@@ -337,13 +337,21 @@ FAST = dict(CLASSIC, num_envs=64, num_steps=64, num_minibatches=8, lr=1e-3, vect
 # Periodic deterministic evaluation every 50k steps gives the learning curve and the peak metric.
 TUNED = dict(FAST, init_log_std=-0.5, critic_hidden_sizes=(256, 256), eval_interval=50_000)
 
+# Tianshou's details: advantages recomputed every epoch, value-target normalisation instead of reward
+# scaling, value coefficient 0.25 (the `details` change of benchmarks/tuned_ablation.sh).
+TIANSHOU_DETAILS = dict(adv_every_epoch=True, value_norm=True, norm_reward=False, vf_coef=0.25)
+_ABLATION = ("ablation, 5 seeds: bash benchmarks/tuned_ablation.sh {env} details 1 2 3 4 5 (commits 2dca118, 299e571), "
+             "results/tuned_ablation/ablation.md: final return {base} -> {new}")
+
 # The tuned preset's per-task rows: env id -> (settings on top of TUNED, where they came from).
 TUNED_ROWS = {
     "HalfCheetah-v5": ({}, "pilot: bash benchmarks/tuned_pilot.sh HalfCheetah-v5 1 2 (candidate c2 of c0-c3), "
                            "commit d5c25ab; results/tuned_pilot.md"),
-    "Hopper-v5": (dict(num_envs=4, num_steps=512, num_minibatches=32, lr=3e-4),
+    "Hopper-v5": (dict(num_envs=4, num_steps=512, num_minibatches=32, lr=3e-4, **TIANSHOU_DETAILS),
                   "the fast preset's Hopper batch shape (results/fast_hopper_tune.md, commit abf866b): "
-                  "large batches lost return on Hopper"),
+                  "large batches lost return on Hopper; + " + _ABLATION.format(env="Hopper-v5", base="2,286", new="2,806")),
+    "Walker2d-v5": (dict(TIANSHOU_DETAILS), _ABLATION.format(env="Walker2d-v5", base="3,119", new="4,027")),
+    "Ant-v5": (dict(TIANSHOU_DETAILS), _ABLATION.format(env="Ant-v5", base="915", new="1,231")),
     "Swimmer-v5": (dict(gamma=0.9999), "gamma of the default preset's Swimmer row (SB3-zoo's setting)"),
 }
 

@@ -98,3 +98,7 @@ def test_tuned_preset_rows_apply_per_task_and_name_their_source():
     assert (h.num_envs, h.num_steps, h.lr, h.init_log_std) == (4, 512, 3e-4, -0.5)
     assert make_config("tuned", env_id="Swimmer-v5").gamma == 0.9999
     assert all(source for _row, source in TUNED_ROWS.values())
+    for env in ("Hopper-v5", "Walker2d-v5", "Ant-v5"):  # rows that took the ablation's `details` change
+        d = make_config("tuned", env_id=env)
+        assert (d.adv_every_epoch, d.value_norm, d.norm_reward, d.vf_coef) == (True, True, False, 0.25), env
+    assert (c.adv_every_epoch, c.value_norm, c.norm_reward, c.vf_coef) == (False, False, True, 0.5)  # HalfCheetah
