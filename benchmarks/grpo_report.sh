@@ -6,14 +6,16 @@
 #       runs: the trunks' episodes; GRPO visited runs have none, their curve is the eval figure)
 #   results/grpo_1m/ENV_eval.{md,csv,png}, ENV_eval_time.png  periodic deterministic eval against env
 #       steps / wall time, vs PPO's fast and tuned presets (the committed PPO runs with eval every 50k;
-#       tuned: results/runs/tuned_1m, benchmarks/tuned_1m.sh)
+#       tuned: each task's runs of its current row, as benchmarks/tuned_report.py reads them)
 set -eu
 mkdir -p results/grpo_1m
 for env in HalfCheetah-v5 Hopper-v5 Walker2d-v5 Ant-v5; do
   low=$(echo "$env" | tr 'A-Z' 'a-z' | sed 's/-v5//')
   grpo=$(ls -d results/runs/grpo_1m/${env}__* 2>/dev/null) || continue
   ppo_eval=$(ls -d results/runs/ppo_fast_1m/${env}__ppo__s* results/runs/ppo_fast_more_1m/${env}__ppo__s* 2>/dev/null || true)
-  ppo_eval="$ppo_eval $(ls -d results/runs/tuned_1m/${env%%-*}/${env}__s* 2>/dev/null || true)"
+  # the tuned preset's runs of the task's current row (benchmarks/tuned_report.py SOURCES)
+  tuned=$(python -c "import sys; sys.path.insert(0, 'benchmarks'); from tuned_report import SOURCES; print(*SOURCES['${env%%-*}'])")
+  ppo_eval="$ppo_eval $(ls -d $(for d in $tuned; do echo $d/${env}__s*; done) 2>/dev/null || true)"
   ppo-control plot $grpo results/runs/mujoco_suite/ppo_default/${env}__ppo__s* --group-by algo preset start_state crn grpo_train_steps horizon \
       --curve charts/episodic_return --metric eval_return --out results/grpo_1m/${low}_vs_ppo_default.png
   ppo-control plot $grpo $ppo_eval --group-by algo preset start_state crn grpo_train_steps horizon \
