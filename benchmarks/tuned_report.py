@@ -58,12 +58,14 @@ def _norm(v):
     return list(v) if isinstance(v, (tuple, list)) else v
 
 
-def default_preset_finals() -> dict:
+def default_preset_rows() -> dict:
+    """env id -> (final return mean, wall time per run in s) of the default preset's suite runs."""
     if not DEFAULT_SUITE.exists():
         return {}
     with open(DEFAULT_SUITE) as f:
         rows = csv.DictReader(line for line in f if not line.startswith("#"))
-        return {r["setting"]: float(r["final_return_mean"]) for r in rows if r.get("final_return_mean")}
+        return {r["setting"]: (float(r["final_return_mean"]), float(r["wall_time_mean"]))
+                for r in rows if r.get("final_return_mean")}
 
 
 def _n(x, digits=0):
@@ -86,23 +88,29 @@ def main(argv=None):
     rows = summarize(runs, ["env_id"])
     prov = provenance(["python"] + sys.argv, sorted({int(r.config["seed"]) for r in runs}))
     md_path, _ = write_tables(rows, a.out, prov)
-    ours_default = default_preset_finals()
+    ours_default = default_preset_rows()
     lines = ["| task | seeds | final return (ours) | peak mean eval (ours) | published PPO at 1M | ours, default "
-             "preset | target | met (final) | runs = today's preset |", "|---|---:|---:|---:|---:|---:|---:|---|---|"]
+             "preset | target | met (final) | wall / run, tuned vs default | runs = today's preset |",
+             "|---|---:|---:|---:|---:|---:|---:|---|---:|---|"]
     for r in rows:
         env = r["env_id"]
         pub, src = PUBLISHED.get(env, (None, ""))
         target = TARGETS.get(env)
         final = r["final_return_mean"]
+        dflt = ours_default.get(env, (math.nan, math.nan))
         met = "—" if target is None or not math.isfinite(final) else ("yes" if final >= target else "**no**")
         seeds = f"{r['n_finished']}" + (f" (+{r['n_unfinished']} running)" if r["n_unfinished"] else "")
         d = 1 if target is not None and abs(target) < 10 else 0  # Reacher's returns live near -4
         lines.append(f"| {env} | {seeds} | {_n(final, d)} [{_n(r['final_return_ci_low'], d)}, "
                      f"{_n(r['final_return_ci_high'], d)}] | {_n(r['peak_mean_eval'], d)} | "
                      f"{_n(pub)} {('(' + src + ')') if src else ''} | "
-                     f"{_n(ours_default.get(env), d)} | {_n(target, d)} | {met} | "
+                     f"{_n(dflt[0], d)} | {_n(target, d)} | {met} | {r['wall_time_mean'] / 60:.1f} vs "
+                     f"{dflt[1] / 60:.1f} min ({r['wall_time_mean'] / dflt[1]:.2f}x) | "
                      f"{'no: ' + ', '.join(sorted(mismatch[env])) if env in mismatch else 'yes'} |")
-    lines += ["", "Runs read: " + ", ".join(f"`{d}`" for d in dirs) + "."]
+    lines += ["", "Wall / run: mean training wall time of the tuned runs and of the default preset's suite runs "
+              f"(`{DEFAULT_SUITE}`), made at different times under different load on 2 shared cores: a rough check "
+              "of the issue's 1.5x rule, not a speed measurement (results/speed/ has those).",
+              "", "Runs read: " + ", ".join(f"`{d}`" for d in dirs) + "."]
     md_path.write_text("\n".join(lines) + "\n\n" + markdown_table(rows) + "\n" +
                        "\n".join(f"- {x}" for x in provenance_text(prov)) + "\n")
     groups = {k: m for k, m in group_runs(runs, ["env_id"]).items() if any(r.status == "finished" for r in m)}
