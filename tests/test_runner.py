@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 import time
 
 import pytest
@@ -93,6 +94,35 @@ def test_skip_resume_and_failure_on_real_runs(tmp_path, monkeypatch):
     assert log["cut"]["summary"]["global_step"] == 256 and log["done"]["status"] == "skipped"
     [cfg] = prepare([("cut", tiny(seed=2))], tmp_path)
     assert job_action(cfg) == ("skip", None)
+
+
+def test_jobs_run_the_runners_code_not_a_checkout_in_the_current_directory(tmp_path):
+    """Another checkout of ppo_control in the working directory (say, the main tree while the runner runs a
+    pinned worktree through PYTHONPATH) must not be the code the jobs train with."""
+    import shutil
+
+    import ppo_control
+    decoy = tmp_path / "cwd" / "ppo_control"
+    shutil.copytree(Path(ppo_control.__file__).parent, decoy, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(decoy / "runinfo.py", "a") as f:  # the copy records itself in every run's config.json
+        f.write("\n\ndef git_commit(path=None):\n    return {'commit': 'decoy', 'dirty': None}\n")
+    script = tmp_path / "go.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, sys
+        from ppo_control.config import make_config
+        from ppo_control.experiments.runner import run_jobs
+        if __name__ == "__main__":
+            [r] = run_jobs([("a", make_config("default", **{TINY!r}))], sys.argv[1], workers=1, echo=print)
+            print("STATUS", r.status, r.error)
+            print("SAFEPATH", os.environ.get("PYTHONSAFEPATH"))  # the runner's own environment is left as it was
+    """))
+    root = str(Path(ppo_control.__file__).parent.parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root] + [p for p in sys.path if p]))
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "runs")], cwd=decoy.parent, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert "STATUS finished None" in out.stdout and "SAFEPATH None" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+    record = json.loads((tmp_path / "runs" / "a" / "config.json").read_text())
+    assert record["environment"]["commit"] != "decoy"
 
 
 @pytest.mark.parametrize("sigint", ["default_int_handler", "SIG_IGN"])  # a terminal; a shell's `cmd &`

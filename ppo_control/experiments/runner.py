@@ -26,6 +26,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -139,7 +140,30 @@ def _mp_context():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["ppo_control.experiments.runner", "ppo_control.train"])
+    _start_forkserver_on_our_path()
     return ctx
+
+
+def _start_forkserver_on_our_path() -> None:
+    """Start the fork server with this process's ``sys.path``, so jobs run the code the runner runs.
+
+    Python 3.11 starts the server as ``python -c ...`` in the current directory, puts that directory
+    first on its path and ignores the parent's ``sys.path``: a ``ppo_control`` folder there (a checkout
+    beside a pinned worktree on PYTHONPATH, say) would be the code every job trained with. Once
+    started (here or by an earlier call) the server keeps its path, so this is a no-op after that.
+    """
+    from multiprocessing import forkserver
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "PYTHONSAFEPATH")}
+    os.environ["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
+    os.environ["PYTHONSAFEPATH"] = "1"  # no current directory in front of it
+    try:
+        forkserver.ensure_running()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _local_result(fut, cfg: Config, t0: float, action: str, stopping: bool) -> JobResult:
