@@ -92,8 +92,8 @@ def main(argv=None):
     lines.append("\nfinal return = mean of the last 10 training episodes at 1M steps, mean over seeds [95% percentile "
                  "bootstrap CI]; effect = changed minus tuned on the same seeds (negative: the tuned setting helps); "
                  "peak mean eval = highest point of the seed-mean deterministic eval curve. \"tuned\" is the preset "
-                 "as it stood when the ablation ran (commit 299e571, the runs in BASE); the `details` change has "
-                 "since entered the Hopper-v5, Walker2d-v5 and Ant-v5 rows (config.TUNED_ROWS).\n")
+                 "as it stood when the ablation ran (commits 2dca118-6b8c87b, the runs in BASE); the `details` change has "
+                 "since entered the HalfCheetah-v5, Hopper-v5, Walker2d-v5 and Ant-v5 rows (config.TUNED_ROWS).\n")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     md = out.with_suffix(".md")

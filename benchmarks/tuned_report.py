@@ -42,7 +42,7 @@ R = "results/runs"
 TASKS = ["HalfCheetah", "Hopper", "Walker2d", "Ant", "Humanoid", "InvertedDoublePendulum", "InvertedPendulum",
          "Swimmer", "Reacher", "Pusher"]
 SOURCES = {t: [f"{R}/tuned_1m/{t}"] for t in TASKS}
-SOURCES.update({t: [f"{R}/tuned_ablation/{t}/details"] for t in ("Hopper", "Walker2d", "Ant")})
+SOURCES.update({t: [f"{R}/tuned_ablation/{t}/details"] for t in ("HalfCheetah", "Hopper", "Walker2d", "Ant")})
 # Swimmer: the study's best trial (seeds 1-2) and seeds 3-5 (OUT=results/runs/tuned_1m_r2 bash benchmarks/tuned_1m.sh Swimmer-v5 3 4 5)
 SOURCES["Swimmer"] = [f"{R}/tune/Swimmer-v5__tuned__ppo_lite/trial_0008", f"{R}/tuned_1m_r2/Swimmer"]
 

@@ -340,18 +340,22 @@ TUNED = dict(FAST, init_log_std=-0.5, critic_hidden_sizes=(256, 256), eval_inter
 # Tianshou's details: advantages recomputed every epoch, value-target normalisation instead of reward
 # scaling, value coefficient 0.25 (the `details` change of benchmarks/tuned_ablation.sh).
 TIANSHOU_DETAILS = dict(adv_every_epoch=True, value_norm=True, norm_reward=False, vf_coef=0.25)
-_ABLATION = ("ablation, 5 seeds: bash benchmarks/tuned_ablation.sh {env} details 1 2 3 4 5 (commits 2dca118, 299e571), "
+_ABLATION = ("ablation, {n} seeds: bash benchmarks/tuned_ablation.sh {env} details 1 .. {n} (commit {commit}), "
              "results/tuned_ablation/ablation.md: final return {base} -> {new}")
 
 # The tuned preset's per-task rows: env id -> (settings on top of TUNED, where they came from).
 TUNED_ROWS = {
-    "HalfCheetah-v5": ({}, "pilot: bash benchmarks/tuned_pilot.sh HalfCheetah-v5 1 2 (candidate c2 of c0-c3), "
-                           "commit d5c25ab; results/tuned_pilot.md"),
+    "HalfCheetah-v5": (dict(TIANSHOU_DETAILS),
+                       "pilot: bash benchmarks/tuned_pilot.sh HalfCheetah-v5 1 2 (candidate c2 of c0-c3), commit d5c25ab; "
+                       "results/tuned_pilot.md; + " + _ABLATION.format(env="HalfCheetah-v5", n=10, commit="6b8c87b",
+                                                                       base="5,435", new="5,606")),
     "Hopper-v5": (dict(num_envs=4, num_steps=512, num_minibatches=32, lr=3e-4, **TIANSHOU_DETAILS),
                   "the fast preset's Hopper batch shape (results/fast_hopper_tune.md, commit abf866b): "
-                  "large batches lost return on Hopper; + " + _ABLATION.format(env="Hopper-v5", base="2,286", new="2,806")),
-    "Walker2d-v5": (dict(TIANSHOU_DETAILS), _ABLATION.format(env="Walker2d-v5", base="3,119", new="4,027")),
-    "Ant-v5": (dict(TIANSHOU_DETAILS), _ABLATION.format(env="Ant-v5", base="915", new="1,231")),
+                  "large batches lost return on Hopper; + " + _ABLATION.format(env="Hopper-v5", n=5, commit="2dca118",
+                                                                            base="2,286", new="2,806")),
+    "Walker2d-v5": (dict(TIANSHOU_DETAILS), _ABLATION.format(env="Walker2d-v5", n=5, commit="2dca118, seeds 4-5 299e571",
+                                                      base="3,119", new="4,027")),
+    "Ant-v5": (dict(TIANSHOU_DETAILS), _ABLATION.format(env="Ant-v5", n=5, commit="299e571", base="915", new="1,231")),
     # trial 8's values exactly as Optuna drew them, so the study's own runs (seeds 1-2) are runs of this row
     "Swimmer-v5": (dict(num_envs=8, num_steps=256, num_minibatches=16, update_epochs=9, lr=0.0005916350112240497,
                         gamma=0.999, gae_lambda=0.9521791151205858, init_log_std=-0.4314381388768631),
