@@ -2,7 +2,8 @@
 # Issue 12: can short-horizon GRPO learn a task that ends by falling? Setting A (visited starts,
 # per_step, G 8, 64 envs, init log-std -0.5) failed on Hopper-v5 at H 32 / gamma 0.95 (269, 3 seeds,
 # results/grpo_1m/reading.md): a 32-step return at gamma 0.95 sees little of a fall. This pilot
-# lengthens the horizon and the discount together (H 64 / gamma 0.98, H 128 / gamma 0.99), 1M steps,
+# lengthens the horizon and the discount together (H 64 / gamma 0.98, H 128 / gamma 0.99, H 256 / gamma
+# 0.995; the last added after the first two on seed 2 showed a trend), 1M steps,
 # one run at a time, seed-major so a partial run covers both settings. Resumable.
 #   SEEDS="1 2" bash benchmarks/grpo_falling_pilot.sh
 set -eu
@@ -14,5 +15,6 @@ for seed in ${SEEDS:-1 2}; do
   for env in ${ENVS:-Hopper-v5}; do
     ppo-control sweep --env-id $env $COMMON --seeds $seed --grid horizon=64 --grid gamma=0.98
     ppo-control sweep --env-id $env $COMMON --seeds $seed --grid horizon=128 --grid gamma=0.99
+    ppo-control sweep --env-id $env $COMMON --seeds $seed --grid horizon=256 --grid gamma=0.995
   done
 done
