@@ -110,7 +110,10 @@ def main(argv=None):
     lines += ["", "Wall / run: mean training wall time of the tuned runs and of the default preset's suite runs "
               f"(`{DEFAULT_SUITE}`), made at different times under different load on 2 shared cores: a rough check "
               "of the issue's 1.5x rule, not a speed measurement (results/speed/ has those).",
-              "", "Runs read: " + ", ".join(f"`{d}`" for d in dirs) + "."]
+              "", "Runs read: " + ", ".join(f"`{d}`" for d in dirs) + ". Reproduce a task with its current row: "
+              "`bash benchmarks/tuned_1m.sh ENV_ID 1 2 3 4 5` (= `ppo-control sweep --preset tuned --env-id ENV_ID "
+              "--total-steps 1000000 --seeds 1 2 3 4 5`); each run read here records the command that made it in "
+              "its config.json, and the last column says its resolved config is the one that command gives today."]
     md_path.write_text("\n".join(lines) + "\n\n" + markdown_table(rows) + "\n" +
                        "\n".join(f"- {x}" for x in provenance_text(prov)) + "\n")
     groups = {k: m for k, m in group_runs(runs, ["env_id"]).items() if any(r.status == "finished" for r in m)}
