@@ -9,13 +9,16 @@
 #   critic64   the critic as small as the actor (64x64) instead of 256x256
 #   details    + Tianshou's details: advantages recomputed every epoch, value-target normalisation
 #              instead of reward scaling, value coefficient 0.25
+#   lr3e-4     learning rate 3e-4 instead of 1e-3 (for a curve that peaks early and then oscillates)
+# WORKERS (default 1) runs that many seeds at a time.
 set -euo pipefail
 env_id=$1; change=$2; shift 2
 case $change in
   logstd0)  flags=(--init-log-std 0) ;;
   critic64) flags=(--critic-hidden-sizes 64,64) ;;
   details)  flags=(--adv-every-epoch --value-norm --no-norm-reward --vf-coef 0.25) ;;
-  *) echo "unknown change '$change': use logstd0, critic64 or details" >&2; exit 2 ;;
+  lr3e-4)   flags=(--lr 3e-4) ;;
+  *) echo "unknown change '$change': use logstd0, critic64, details or lr3e-4" >&2; exit 2 ;;
 esac
-ppo-control sweep --preset tuned --env-id "$env_id" --total-steps 1000000 --seeds "$@" --workers 1 --no-report \
+ppo-control sweep --preset tuned --env-id "$env_id" --total-steps 1000000 --seeds "$@" --workers "${WORKERS:-1}" --no-report \
     "${flags[@]}" --out-dir "results/runs/tuned_ablation/${env_id%%-*}/$change"

@@ -24,7 +24,7 @@ from ppo_control.experiments.aggregate import load_runs, peak_of_mean_eval, prov
 from ppo_control.experiments.plotting import save_figure
 
 CHANGES = {"logstd0": "log_std starts at 0 (not -0.5)", "critic64": "critic 64x64 (not 256x256)",
-           "details": "+ adv. every epoch, value-target norm., vf 0.25"}
+           "details": "+ adv. every epoch, value-target norm., vf 0.25", "lr3e-4": "lr 3e-4 (not 1e-3)"}
 
 
 def difference_ci(a, b, n_resamples: int = 10_000, seed: int = 0):
