@@ -3,7 +3,7 @@
 # per_step, G 8, 64 envs, init log-std -0.5) failed on Hopper-v5 at H 32 / gamma 0.95 (269, 3 seeds,
 # results/grpo_1m/reading.md): a 32-step return at gamma 0.95 sees little of a fall. This pilot
 # lengthens the horizon and the discount together (H 64 / gamma 0.98, H 128 / gamma 0.99, H 256 / gamma
-# 0.995; the last added after the first two on seed 2 showed a trend), 1M steps,
+# 0.995, H 512 / gamma 0.998; the last two added as the trend showed), 1M steps,
 # one run at a time, seed-major so a partial run covers both settings. Resumable.
 #   SEEDS="1 2" bash benchmarks/grpo_falling_pilot.sh
 set -eu
@@ -16,5 +16,6 @@ for seed in ${SEEDS:-1 2}; do
     ppo-control sweep --env-id $env $COMMON --seeds $seed --grid horizon=64 --grid gamma=0.98
     ppo-control sweep --env-id $env $COMMON --seeds $seed --grid horizon=128 --grid gamma=0.99
     ppo-control sweep --env-id $env $COMMON --seeds $seed --grid horizon=256 --grid gamma=0.995
+    ppo-control sweep --env-id $env $COMMON --seeds $seed --grid horizon=512 --grid gamma=0.998
   done
 done

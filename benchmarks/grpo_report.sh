@@ -24,3 +24,9 @@ for env in HalfCheetah-v5 Hopper-v5 Walker2d-v5 Ant-v5; do
       --curve eval/return --metric eval_return --x time --out results/grpo_1m/${low}_eval_time.png
 done
 python benchmarks/grpo_diagnostics.py results/runs/grpo_1m > results/grpo_1m/diagnostics.md
+# the longer-horizon pilot on Hopper (benchmarks/grpo_falling_pilot.sh) beside setting A (H 32, gamma 0.95)
+if [ -d results/runs/grpo_falling_pilot ]; then
+  mkdir -p results/grpo_falling_pilot
+  ppo-control plot results/runs/grpo_falling_pilot results/runs/grpo_1m/Hopper-v5__start_state=visited__crn=false__horizon=32__s* \
+      --group-by horizon gamma --curve eval/return --metric eval_return --out results/grpo_falling_pilot/hopper.png
+fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate every committed table and figure in results/ from the run directories
 # (made by benchmarks/ppo_classic_1m.sh, benchmarks/ppo_fast_1m.sh, benchmarks/grpo_vs_ppo.sh, tuned_pilot.sh, tuned_1m.sh, tuned_ablation.sh,
-# tune_study.sh, benchmarks/mujoco_suite.py and benchmarks/lambda_ent_sweep.sh). Runs nothing but plotting.
+# tune_study.sh, grpo_1m*.sh, grpo_falling_pilot.sh, benchmarks/mujoco_suite.py and benchmarks/lambda_ent_sweep.sh). Runs nothing but plotting.
 set -eu
 R=results/runs
 ppo-control plot $R/ppo_classic_1m --out results/ppo_classic_1m.png
@@ -36,6 +36,8 @@ python benchmarks/tuned_report.py --out results/tuned_1m/tuned  # every task's r
 if [ -d $R/tuned_ablation ]; then
   python benchmarks/tuned_ablation_report.py --base $R/tuned_1m --runs $R/tuned_ablation --out results/tuned_ablation/ablation
 fi
+# GRPO at 1M steps against PPO (fast and tuned presets) and the longer-horizon Hopper pilot
+bash benchmarks/grpo_report.sh
 # Optuna studies behind tuned-preset rows (benchmarks/tune_study.sh): report only, no trials
 for db in results/tune/*__tuned__ppo_lite.db; do
   [ -e "$db" ] && bash benchmarks/tune_study.sh "$(basename "$db" | cut -d_ -f1)" 0 --report
