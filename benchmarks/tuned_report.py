@@ -5,8 +5,8 @@
 Reads every run directory under --runs (default: SOURCES below, each task's runs of its current
 row; unfinished runs are listed, not counted), groups them by env id, checks that every run's
 recorded config is what ``--preset tuned --env-id ENV --seed S`` gives today (so the table shows
-the preset as it stands, and says so per task), and writes OUT.md / OUT.csv (our metrics with 95% bootstrap CIs and IQM, the peak of the
-seed-mean eval curve as Tianshou reports it, wall time; then the published number, our default
+the preset as it stands, and says so per task), and writes OUT.md / OUT.csv (our metrics with 95%
+bootstrap CIs and IQM, the peak of the seed-mean eval curve as Tianshou reports it, wall time; then the published number, our default
 preset and the target) and OUT.png (seed-mean periodic-evaluation curve with its CI band per task,
 published number and target marked).
 """
@@ -22,7 +22,8 @@ from matplotlib.figure import Figure
 
 from ppo_control.experiments.aggregate import (group_runs, load_runs, markdown_table, provenance, provenance_text,
                                                summarize, write_tables)
-from ppo_control.config import OUTPUT_ONLY_FIELDS, make_config
+from ppo_control.config import make_config
+from ppo_control.experiments.jobs import config_differences
 from ppo_control.experiments.plotting import draw_curves, save_figure
 
 # best published PPO at 1M steps (v3/v4 tasks; Tianshou reports the peak of its seed-mean test curve),
@@ -50,12 +51,8 @@ SOURCES["Swimmer"] = [f"{R}/tune/Swimmer-v5__tuned__ppo_lite/trial_0008", f"{R}/
 def preset_mismatch(run) -> list:
     """Config fields (learning ones, not output-only) where the run differs from today's tuned preset."""
     cfg = run.config
-    now = make_config("tuned", env_id=cfg["env_id"], seed=cfg["seed"], total_steps=cfg["total_steps"]).to_dict()
-    return sorted(k for k, v in now.items() if k not in OUTPUT_ONLY_FIELDS and _norm(cfg.get(k)) != _norm(v))
-
-
-def _norm(v):
-    return list(v) if isinstance(v, (tuple, list)) else v
+    now = make_config("tuned", env_id=cfg["env_id"], seed=cfg["seed"], total_steps=cfg["total_steps"])
+    return config_differences(cfg, now.to_dict())  # the runner's own test for "same run"
 
 
 def default_preset_rows() -> dict:
