@@ -6,6 +6,8 @@
 # 0.995, H 512 / gamma 0.998; the last two added as the trend showed), 1M steps,
 # one run at a time, seed-major so a partial run covers both settings. Resumable.
 #   SEEDS="1 2" bash benchmarks/grpo_falling_pilot.sh
+# The best two settings on the other falling tasks, five seeds (issue 12, experiment 2):
+#   ENVS="Walker2d-v5 Ant-v5" SETTINGS="256:0.995 512:0.998" SEEDS="1 2 3 4 5" bash benchmarks/grpo_falling_pilot.sh
 set -eu
 OUT=results/runs/grpo_falling_pilot
 COMMON="--algo grpo --start-state visited --no-crn --grpo-advantage per_step --group-size 8 --num-envs 64
@@ -13,9 +15,9 @@ COMMON="--algo grpo --start-state visited --no-crn --grpo-advantage per_step --g
         --out-dir $OUT"
 for seed in ${SEEDS:-1 2}; do
   for env in ${ENVS:-Hopper-v5}; do
-    ppo-control sweep --env-id $env $COMMON --seeds $seed --grid horizon=64 --grid gamma=0.98
-    ppo-control sweep --env-id $env $COMMON --seeds $seed --grid horizon=128 --grid gamma=0.99
-    ppo-control sweep --env-id $env $COMMON --seeds $seed --grid horizon=256 --grid gamma=0.995
-    ppo-control sweep --env-id $env $COMMON --seeds $seed --grid horizon=512 --grid gamma=0.998
+    for setting in ${SETTINGS:-64:0.98 128:0.99 256:0.995 512:0.998}; do
+      ppo-control sweep --env-id $env $COMMON --seeds $seed \
+        --grid horizon=${setting%%:*} --grid gamma=${setting##*:}
+    done
   done
 done
