@@ -153,8 +153,9 @@ def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
     good = ts.capture()  # last state known to be sound: what every exit path saves
     logged = good["iteration"]  # the last iteration whose metrics row is on disk and may be kept
     diverging = False
-    try:
-        with stop_signals_as_interrupt():
+    # the saves in the handlers run inside it too: a repeated stop signal must not cut one short
+    with stop_signals_as_interrupt():
+        try:
             while not _finished(ts):
                 t0 = time.perf_counter()
                 stats = _iteration(ts)
@@ -177,24 +178,24 @@ def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
                 good = ts.capture()
                 if ts.iteration % cfg.checkpoint_every == 0:
                     save(good)
-    except KeyboardInterrupt:
-        if logged == ts.iteration != good["iteration"]:
-            # stopped after the iteration's row was written but before its state was captured: keep
-            # the iteration, so the checkpoint and metrics.jsonl end at the same row
-            good = ts.capture()
-        save(good)
-        print(f"\ninterrupted: checkpoint at iteration {good['iteration']} saved; continue with "
-              f"`ppo-control train --resume {run_dir}`", file=sys.stderr)
-        raise
-    except NonFiniteError as e:
-        save(good)
-        raise NonFiniteError(f"{e}. Training stopped; the last good state (iteration {good['iteration']}) is "
-                             f"saved in {run_dir}. Lower lr or max_grad_norm, or enable norm_obs/norm_reward.") \
-            from None
-    finally:
-        bar.close()
-        log.close()
-        ts.envs.close()
+        except KeyboardInterrupt:
+            if logged == ts.iteration != good["iteration"]:
+                # stopped after the iteration's row was written but before its state was captured: keep
+                # the iteration, so the checkpoint and metrics.jsonl end at the same row
+                good = ts.capture()
+            save(good)
+            print(f"\ninterrupted: checkpoint at iteration {good['iteration']} saved; continue with "
+                  f"`ppo-control train --resume {run_dir}`", file=sys.stderr)
+            raise
+        except NonFiniteError as e:
+            save(good)
+            raise NonFiniteError(f"{e}. Training stopped; the last good state (iteration {good['iteration']}) is "
+                                 f"saved in {run_dir}. Lower lr or max_grad_norm, or enable norm_obs/norm_reward.") \
+                from None
+        finally:
+            bar.close()
+            log.close()
+            ts.envs.close()
     save(good)
     return _finish(ts, run_dir)
 
@@ -296,23 +297,39 @@ def _finish(ts: TrainState, run_dir: Path) -> dict:
     return summary
 
 
+# A stop arrives more than once: GNU ``timeout`` and ``kill -- -PGID`` signal the process and then its
+# whole group, a terminal's Ctrl-C reaches a runner and its jobs, and the runner forwards one more to
+# each job. Repeats this soon after the first are the same stop; raising again would cut short the
+# checkpoint save that the first one started. A repeat later than this raises (someone insisting).
+DUPLICATE_STOP_S = 10.0
+_STOP = {"at": None}  # monotonic time of the KeyboardInterrupt raised for the current stop
+
+
+def _stop_once(signum, frame):
+    now = time.monotonic()
+    if _STOP["at"] is not None and now - _STOP["at"] < DUPLICATE_STOP_S:
+        return
+    _STOP["at"] = now
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 @contextmanager
 def stop_signals_as_interrupt():
-    """SIGTERM (``kill``, a scheduler's stop) raises KeyboardInterrupt, so it saves/stops like Ctrl-C.
+    """SIGINT and SIGTERM (``kill``, a scheduler's stop, ``timeout``) raise one KeyboardInterrupt, so a
+    stop saves like Ctrl-C; repeats within ``DUPLICATE_STOP_S`` of it are ignored while it is handled.
 
-    So does SIGINT where it arrives ignored: a shell starts background jobs (``cmd &``) with
-    SIGINT ignored, and then ``kill -INT`` / ``pkill -INT`` would otherwise do nothing.
+    Installed whatever the inherited handlers: a shell starts background jobs (``cmd &``) with SIGINT
+    ignored, a runner's worker starts with both ignored, and ``kill -INT`` / the runner's forwarded
+    SIGINT would otherwise do nothing. Nested uses share the one stop.
     """
-    def handler(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-    sigs = [signal.SIGTERM]
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        sigs.append(signal.SIGINT)
+    sigs = (signal.SIGINT, signal.SIGTERM)
     try:
-        old = {sig: signal.signal(sig, handler) for sig in sigs}
+        old = {sig: signal.signal(sig, _stop_once) for sig in sigs}
     except ValueError:  # not in the main thread
         yield
         return
+    if not any(h is _stop_once for h in old.values()):
+        _STOP["at"] = None  # outermost: a new stop budget
     try:
         yield
     finally:

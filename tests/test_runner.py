@@ -162,6 +162,56 @@ def test_ctrl_c_on_the_runner_leaves_a_resumable_checkpoint(tmp_path, sigint):
     assert job_action(cfg) == ("resume", None)
 
 
+def _group_alive(pgid) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_sigterm_to_the_runner_and_its_whole_group_saves_once_and_leaves_no_process(tmp_path):
+    """What GNU ``timeout`` and ``kill -- -PGID`` do: SIGTERM to the runner, then to every process of
+    its group (so the runner sees two, the job one plus the runner's forwarded SIGINT). The job's
+    stop path must still save its checkpoint, the runner must still record it, and no worker may be
+    left behind (an idle pool worker kept the shell's pipe open and waited forever)."""
+    kw = dict(TINY, total_steps=10_000_000, checkpoint_every=100_000)  # only the interrupt path saves
+    script = tmp_path / "go.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        from ppo_control.config import make_config
+        from ppo_control.experiments.runner import run_jobs
+        if __name__ == "__main__":
+            try:
+                run_jobs([("long", make_config("default", **{kw!r}))], sys.argv[1], workers=1)
+            except KeyboardInterrupt:
+                sys.exit(130)
+    """))
+    out = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, str(script), str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        metrics = out / "long" / "metrics.jsonl"
+        deadline = time.time() + 90
+        while not (metrics.exists() and len(read_jsonl(metrics)) >= 3):
+            assert proc.poll() is None and time.time() < deadline, proc.communicate()[0].decode()[-2000:]
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        os.killpg(proc.pid, signal.SIGTERM)
+        output = proc.communicate(timeout=90)[0].decode()  # EOF only once every holder of the pipe exits
+        deadline = time.time() + 10
+        while _group_alive(proc.pid) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not _group_alive(proc.pid), "a process of the runner's group outlived it"
+    finally:
+        if _group_alive(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, output[-2000:]
+    rows = read_jsonl(metrics)
+    assert load_checkpoint(out / "long")["iteration"] == rows[-1]["iteration"], output[-2000:]
+    assert log_lines(out)[-1]["status"] == "interrupted", output[-2000:]
+
+
 def test_ray_backend_without_ray_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` fail
     with pytest.raises(RuntimeError, match="pip install"):

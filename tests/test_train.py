@@ -190,3 +190,27 @@ def test_periodic_evaluation_logged_on_a_step_grid(tiny):
     # iterations end at steps 128, 256, 384, 512: 200 is crossed in iteration 2, 400 in iteration 4
     assert [e is not None for e in evals] == [False, True, False, True]
     assert all(e > 0 for e in evals if e is not None)
+
+
+def test_a_repeated_stop_signal_is_the_same_stop_until_the_window_passes(monkeypatch):
+    """timeout / kill -- -PGID deliver SIGTERM twice, a runner forwards SIGINT after a terminal's Ctrl-C:
+    the repeat must not raise into the checkpoint save the first one started; a later one does."""
+    import os
+    import signal
+    tr = importlib.import_module("ppo_control.train")  # the package exports a function of that name
+    clock = [100.0]
+    monkeypatch.setattr(tr.time, "monotonic", lambda: clock[0])
+    with tr.stop_signals_as_interrupt():
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+        clock[0] += tr.DUPLICATE_STOP_S - 1  # the same stop: ignored, by either signal
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+        with tr.stop_signals_as_interrupt():  # nested (a job around train): shares the stop
+            os.kill(os.getpid(), signal.SIGTERM)
+        clock[0] += 2  # past the window: someone insisting
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+    with tr.stop_signals_as_interrupt():  # a new outermost use starts a new stop
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import signal
 import time
 import traceback
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -63,40 +61,6 @@ def job_cost(cfg: Config) -> int:
 
 # The job, as run inside a local worker process or a Ray task ---------------------------
 
-_JOB = {"running": False, "stopping": False}
-
-
-def _on_stop_signal(signum, frame) -> None:
-    # One KeyboardInterrupt per job: a terminal Ctrl-C reaches this process directly and again
-    # forwarded by the runner, and the second must not cut the checkpoint save short.
-    if _JOB["running"] and not _JOB["stopping"]:
-        _JOB["stopping"] = True
-        raise KeyboardInterrupt(f"signal {signum}")
-
-
-@contextmanager
-def _stoppable():
-    """SIGINT/SIGTERM raise KeyboardInterrupt (once) in the job, whatever the inherited handlers.
-
-    Set explicitly because a process started in the background by a shell inherits SIGINT
-    ignored, and then neither the runner's forwarded SIGINT nor ``ray.cancel`` (which simulates
-    a SIGINT) would reach train's checkpoint-on-interrupt path.
-    """
-    _JOB.update(running=True, stopping=False)
-    old = {}
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                old[sig] = signal.signal(sig, _on_stop_signal)
-            except ValueError:  # not the main thread: keep what is there
-                pass
-        yield
-    finally:
-        _JOB["running"] = False
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-
-
 def run_job(cfg_dict: dict) -> dict:
     """Run one prepared job here and now; returns a ``JobResult`` as a dict (picklable, Ray-safe).
 
@@ -110,8 +74,11 @@ def run_job(cfg_dict: dict) -> dict:
     status, error, summary = {"skip": "skipped", "conflict": "conflict"}.get(action), why, None
     if status is None:
         try:
-            with _stoppable():
-                from ..train import train
+            from ..train import stop_signals_as_interrupt, train
+            # set here, not inherited: a local worker starts with both stop signals ignored, and Ray's
+            # cancel simulates a SIGINT; one KeyboardInterrupt per stop, so a repeat (the runner's
+            # forward after a terminal's Ctrl-C) cannot cut the checkpoint save short
+            with stop_signals_as_interrupt():
                 (run_dir / ERROR_NAME).unlink(missing_ok=True)
                 summary = train(resume=str(run_dir)) if action == "resume" else train(cfg)
             status = "finished"

@@ -151,14 +151,25 @@ def _start_forkserver_on_our_path() -> None:
     first on its path and ignores the parent's ``sys.path``: a ``ppo_control`` folder there (a checkout
     beside a pinned worktree on PYTHONPATH, say) would be the code every job trained with. Once
     started (here or by an earlier call) the server keeps its path, so this is a no-op after that.
+
+    The server starts with SIGTERM ignored (an ignored signal survives exec): a stop sent to the whole
+    process group (``timeout``, ``kill -- -PGID``) must not kill it, since the runner learns whether
+    its workers live through it; with it gone, stopped jobs' idle workers were left waiting forever.
+    It still exits with the runner (it watches a pipe from it).
     """
     from multiprocessing import forkserver
     saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "PYTHONSAFEPATH")}
     os.environ["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
     os.environ["PYTHONSAFEPATH"] = "1"  # no current directory in front of it
     try:
+        old_term = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        old_term = None
+    try:
         forkserver.ensure_running()
     finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -194,6 +205,14 @@ def _stop_local(running: dict, log: _Log) -> None:
         log.record(_local_result(fut, cfg, t0, action, stopping=True))
     for cfg, pool, _, _ in running.values():
         pool.shutdown(wait=False, cancel_futures=True)
+    # Every job has now saved (done) or been killed (late): what is left is idle pool workers. One whose
+    # exit message is lost as the runner exits (its fork server may already be gone, stopped with the
+    # rest of the group) would wait for work forever, holding the caller's stdout open; kill it.
+    t_end = time.time() + 5.0
+    for p in multiprocessing.active_children():
+        p.join(timeout=max(0.0, t_end - time.time()))
+        if p.is_alive():
+            p.kill()
 
 
 def add_runner_args(p) -> None:
