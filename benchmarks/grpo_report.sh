@@ -6,27 +6,38 @@
 #       runs: the trunks' episodes; GRPO visited runs have none, their curve is the eval figure)
 #   results/grpo_1m/ENV_eval.{md,csv,png}, ENV_eval_time.png  periodic deterministic eval against env
 #       steps / wall time, vs PPO's fast and tuned presets (the committed PPO runs with eval every 50k;
-#       tuned: each task's runs of its current row, as benchmarks/tuned_report.py reads them)
+#       tuned: each task's runs of its current row, as benchmarks/tuned_report.py reads them); the GRPO
+#       runs include the long-horizon settings (H 256 / gamma 0.995, H 512 / 0.998) of the falling pilot
+#   results/grpo_1m/targets.{md,csv}  every GRPO setting against both PPO presets, the issue's targets
+#   results/grpo_falling_pilot/ENV.{md,csv,png}  the horizon/gamma settings of benchmarks/grpo_falling_pilot.sh
+#       beside setting A (H 32, gamma 0.95)
 set -eu
 mkdir -p results/grpo_1m
 for env in HalfCheetah-v5 Hopper-v5 Walker2d-v5 Ant-v5; do
   low=$(echo "$env" | tr 'A-Z' 'a-z' | sed 's/-v5//')
-  grpo=$(ls -d results/runs/grpo_1m/${env}__* 2>/dev/null) || continue
+  grpo=$(ls -d results/runs/grpo_1m/${env}__* results/runs/grpo_falling_pilot/${env}__horizon=256__* \
+             results/runs/grpo_falling_pilot/${env}__horizon=512__* 2>/dev/null || true)
+  [ -n "$grpo" ] || continue
   ppo_eval=$(ls -d results/runs/ppo_fast_1m/${env}__ppo__s* results/runs/ppo_fast_more_1m/${env}__ppo__s* 2>/dev/null || true)
   # the tuned preset's runs of the task's current row (benchmarks/tuned_report.py SOURCES)
   tuned=$(python -c "import sys; sys.path.insert(0, 'benchmarks'); from tuned_report import SOURCES; print(*SOURCES['${env%%-*}'])")
   ppo_eval="$ppo_eval $(ls -d $(for d in $tuned; do echo $d/${env}__s*; done) 2>/dev/null || true)"
-  ppo-control plot $grpo results/runs/mujoco_suite/ppo_default/${env}__ppo__s* --group-by algo preset start_state crn grpo_train_steps horizon \
+  ppo-control plot $grpo results/runs/mujoco_suite/ppo_default/${env}__ppo__s* --group-by algo preset start_state crn grpo_train_steps horizon gamma \
       --curve charts/episodic_return --metric eval_return --out results/grpo_1m/${low}_vs_ppo_default.png
-  ppo-control plot $grpo $ppo_eval --group-by algo preset start_state crn grpo_train_steps horizon \
+  ppo-control plot $grpo $ppo_eval --group-by algo preset start_state crn grpo_train_steps horizon gamma \
       --curve eval/return --metric eval_return --out results/grpo_1m/${low}_eval.png
-  ppo-control plot $grpo $ppo_eval --group-by algo preset start_state crn grpo_train_steps horizon \
+  ppo-control plot $grpo $ppo_eval --group-by algo preset start_state crn grpo_train_steps horizon gamma \
       --curve eval/return --metric eval_return --x time --out results/grpo_1m/${low}_eval_time.png
 done
 python benchmarks/grpo_diagnostics.py results/runs/grpo_1m > results/grpo_1m/diagnostics.md
-# the longer-horizon pilot on Hopper (benchmarks/grpo_falling_pilot.sh) beside setting A (H 32, gamma 0.95)
-if [ -d results/runs/grpo_falling_pilot ]; then
-  mkdir -p results/grpo_falling_pilot
-  ppo-control plot results/runs/grpo_falling_pilot results/runs/grpo_1m/Hopper-v5__start_state=visited__crn=false__horizon=32__s* \
-      --group-by horizon gamma --curve eval/return --metric eval_return --out results/grpo_falling_pilot/hopper.png
-fi
+python benchmarks/grpo_targets.py --out results/grpo_1m/targets
+# the horizon/gamma pilot (benchmarks/grpo_falling_pilot.sh) beside setting A (H 32, gamma 0.95), per task
+mkdir -p results/grpo_falling_pilot
+for env in Hopper-v5 Walker2d-v5 Ant-v5 HalfCheetah-v5; do
+  low=$(echo "$env" | tr 'A-Z' 'a-z' | sed 's/-v5//')
+  runs=$(ls -d results/runs/grpo_falling_pilot/${env}__* results/runs/grpo_1m/${env}__start_state=visited__crn=false__horizon=32__s* \
+         2>/dev/null || true)
+  [ -n "$runs" ] || continue
+  ppo-control plot $runs --group-by horizon gamma --curve eval/return --metric eval_return \
+      --out results/grpo_falling_pilot/${low}.png
+done

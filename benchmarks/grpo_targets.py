@@ -1,0 +1,106 @@
+"""Issue 12's targets at 1M steps: every GRPO setting run on HalfCheetah, Hopper, Walker2d and Ant
+against PPO's default and tuned presets, at equal env steps.
+
+    python benchmarks/grpo_targets.py [--out results/grpo_1m/targets]
+
+No training: reads the committed run directories (GRPO: results/runs/grpo_1m and
+results/runs/grpo_falling_pilot; PPO default: results/runs/mujoco_suite/ppo_default; PPO tuned: each
+task's runs of its current row, as benchmarks/tuned_report.py reads them). The number compared is the
+final deterministic evaluation (10 episodes of the final policy, ``eval_return`` in summary.json), the
+one every algorithm and setting has. Writes OUT.md (per task: each GRPO setting's mean over seeds with
+its 95% bootstrap CI, its share of each PPO preset's mean, wall time and updates per run; then the
+targets, judged on the best setting with at least 5 seeds) and OUT.csv (one row per setting).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tuned_report import SOURCES  # noqa: E402  (each task's runs of the tuned preset's current row)
+
+from ppo_control.experiments.aggregate import (load_runs, markdown_table, provenance, provenance_text,  # noqa: E402
+                                               summarize, write_tables)
+
+R = Path("results/runs")
+TASKS = ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5"]
+GRPO_KEYS = ["start_state", "crn", "grpo_train_steps", "horizon", "gamma"]
+MIN_SEEDS = 5  # the house rule for a claim
+
+
+def grpo_dirs(env: str) -> list:
+    return sorted(d for base in ("grpo_1m", "grpo_falling_pilot") for d in (R / base).glob(f"{env}__*") if d.is_dir())
+
+
+def ppo_dirs(env: str) -> dict:
+    task = env.split("-")[0]
+    tuned = [d for src in SOURCES[task] for d in sorted(Path(src).glob(f"{env}__s*")) if d.is_dir()]
+    return {"default": sorted((R / "mujoco_suite" / "ppo_default").glob(f"{env}__ppo__s*")), "tuned": tuned}
+
+
+def _n(x, d=0):
+    return "—" if x is None or not math.isfinite(x) else f"{x:,.{d}f}"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default="results/grpo_1m/targets")
+    a = p.parse_args(argv)
+    lines, all_rows, seeds, verdict = [], [], set(), {}
+    for env in TASKS:
+        grpo = load_runs(grpo_dirs(env), curve_key="eval/return")
+        if not grpo:
+            continue
+        ppo = {k: summarize(load_runs(v, curve_key="eval/return"), ["env_id"]) for k, v in ppo_dirs(env).items() if v}
+        ref = {k: (rows[0]["eval_return_mean"], rows[0]["n_finished"]) for k, rows in ppo.items() if rows}
+        seeds |= {int(r.config["seed"]) for r in grpo}
+        rows = sorted(summarize(grpo, GRPO_KEYS), key=lambda r: -r["eval_return_mean"]
+                      if math.isfinite(r["eval_return_mean"]) else math.inf)
+        lines += [f"### {env}", "",
+                  "| GRPO setting | seeds | final eval [95% CI] | of PPO default | of PPO tuned | wall / run | "
+                  "updates / run |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for k, (m, n) in ref.items():
+            lines.append(f"| *PPO {k} preset* | {n} | {_n(m)} | | | | |")
+        for r in rows:
+            upd = [run.summary.get("iterations") for run in grpo if run.status == "finished" and
+                   all(str(run.config.get(f)).lower() == str(r[f]).lower() for f in GRPO_KEYS)]
+            upd = [u for u in upd if u is not None]
+            share = {k: r["eval_return_mean"] / m for k, (m, _) in ref.items()}
+            r.update(env_id=env, **{f"of_ppo_{k}": v for k, v in share.items()})
+            all_rows.append(dict(r, setting=f"{env}: {r['setting']}"))
+            seeds_txt = f"{r['n_finished']}" + (f" (+{r['n_unfinished']} running)" if r["n_unfinished"] else "")
+            lines.append(f"| {r['setting']} | {seeds_txt} | {_n(r['eval_return_mean'])} "
+                         f"[{_n(r['eval_return_ci_low'])}, {_n(r['eval_return_ci_high'])}] | "
+                         f"{_n(100 * share.get('default', math.nan))}% | {_n(100 * share.get('tuned', math.nan))}% | "
+                         f"{r['wall_time_mean'] / 60:.1f} min | {_n(sum(upd) / len(upd)) if upd else '—'} |")
+        claims = [r for r in rows if r["n_finished"] >= MIN_SEEDS]
+        verdict[env] = claims[0] if claims else None
+        lines.append("")
+    lines += ["### Targets (best setting with at least 5 seeds per task)", "",
+              "| task | best setting (>= 5 seeds) | of PPO default | of PPO tuned | >= 50% of default | "
+              "within 10% of default |", "|---|---|---:|---:|---|---|"]
+    for env, r in verdict.items():
+        if r is None:
+            lines.append(f"| {env} | no setting with {MIN_SEEDS} seeds yet | | | | |")
+            continue
+        d, t = r.get("of_ppo_default", math.nan), r.get("of_ppo_tuned", math.nan)
+        lines.append(f"| {env} | {r['setting']} | {_n(100 * d)}% | {_n(100 * t)}% | "
+                     f"{'yes' if d >= 0.5 else '**no**'} | {'yes' if d >= 0.9 else '**no**'} |")
+    lines += ["", "Final eval = deterministic evaluation of the final policy, 10 episodes, mean over seeds "
+              "[95% percentile-bootstrap CI]. Shares are of the PPO preset's mean final eval on the same task at "
+              "1M steps (default: `results/runs/mujoco_suite/ppo_default`; tuned: each task's runs of its current "
+              "row, `benchmarks/tuned_report.py` SOURCES). GRPO runs: `bash benchmarks/grpo_1m.sh` and its "
+              "siblings (results/grpo_1m/reading.md) and `bash benchmarks/grpo_falling_pilot.sh` (horizon/gamma "
+              "settings); each run's config.json records the command that made it. Updates / run = iterations "
+              "(one policy update each). Wall time: 2 shared cores, two runs at a time, not a speed measurement."]
+    prov = provenance(["python"] + sys.argv, sorted(seeds))
+    md_path, _ = write_tables(all_rows, a.out, prov)
+    md_path.write_text("# GRPO at 1M steps against PPO: issue 12's targets\n\n" + "\n".join(lines) + "\n\n" +
+                       markdown_table(all_rows) + "\n" + "\n".join(f"- {x}" for x in provenance_text(prov)) + "\n")
+    print(f"wrote {md_path}")
+
+
+if __name__ == "__main__":
+    main()
