@@ -125,9 +125,11 @@ def test_jobs_run_the_runners_code_not_a_checkout_in_the_current_directory(tmp_p
     assert record["environment"]["commit"] != "decoy"
 
 
-@pytest.mark.parametrize("sigint", ["default_int_handler", "SIG_IGN"])  # a terminal; a shell's `cmd &`
-def test_ctrl_c_on_the_runner_leaves_a_resumable_checkpoint(tmp_path, sigint):
-    kw = dict(TINY, total_steps=10_000_000, checkpoint_every=100_000)  # only the interrupt path saves
+LONG = dict(TINY, total_steps=10_000_000, checkpoint_every=100_000)  # only the interrupt path saves
+
+
+def _start_long_runner(tmp_path, sigint="default_int_handler"):
+    """A runner process (own process group) with one long job, returned once 3 iterations are logged."""
     script = tmp_path / "go.py"
     script.write_text(textwrap.dedent(f"""
         import signal, sys
@@ -136,30 +138,21 @@ def test_ctrl_c_on_the_runner_leaves_a_resumable_checkpoint(tmp_path, sigint):
         if __name__ == "__main__":
             signal.signal(signal.SIGINT, signal.{sigint})
             try:
-                run_jobs([("long", make_config("default", **{kw!r}))], sys.argv[1], workers=1)
+                run_jobs([("long", make_config("default", **{LONG!r}))], sys.argv[1], workers=1)
             except KeyboardInterrupt:
                 sys.exit(130)
     """))
     out = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, str(script), str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        metrics = out / "long" / "metrics.jsonl"
-        deadline = time.time() + 90
-        while not (metrics.exists() and len(read_jsonl(metrics)) >= 3):
-            assert proc.poll() is None and time.time() < deadline, proc.communicate()[0].decode()[-2000:]
-            time.sleep(0.2)
-        proc.send_signal(signal.SIGINT)  # the runner only: it must forward the stop to its job
-        output = proc.communicate(timeout=90)[0].decode()
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, output[-2000:]
-    assert not (out / "long" / "summary.json").exists()
-    assert load_checkpoint(out / "long")["iteration"] >= 2
-    assert log_lines(out)[-1]["status"] == "interrupted"
-    [cfg] = prepare([("long", make_config("default", **kw))], out)
-    assert job_action(cfg) == ("resume", None)
+    metrics = out / "long" / "metrics.jsonl"
+    deadline = time.time() + 90
+    while not (metrics.exists() and len(read_jsonl(metrics)) >= 3):
+        if proc.poll() is not None or time.time() > deadline:
+            _kill_group(proc.pid)
+            pytest.fail(proc.communicate()[0].decode()[-2000:])
+        time.sleep(0.2)
+    return proc, out
 
 
 def _group_alive(pgid) -> bool:
@@ -170,32 +163,34 @@ def _group_alive(pgid) -> bool:
     return True
 
 
+def _kill_group(pgid) -> None:
+    if _group_alive(pgid):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("sigint", ["default_int_handler", "SIG_IGN"])  # a terminal; a shell's `cmd &`
+def test_ctrl_c_on_the_runner_leaves_a_resumable_checkpoint(tmp_path, sigint):
+    proc, out = _start_long_runner(tmp_path, sigint)
+    try:
+        proc.send_signal(signal.SIGINT)  # the runner only: it must forward the stop to its job
+        output = proc.communicate(timeout=90)[0].decode()
+    finally:
+        _kill_group(proc.pid)
+    assert proc.returncode == 130, output[-2000:]
+    assert not (out / "long" / "summary.json").exists()
+    assert load_checkpoint(out / "long")["iteration"] >= 2
+    assert log_lines(out)[-1]["status"] == "interrupted"
+    [cfg] = prepare([("long", make_config("default", **LONG))], out)
+    assert job_action(cfg) == ("resume", None)
+
+
 def test_sigterm_to_the_runner_and_its_whole_group_saves_once_and_leaves_no_process(tmp_path):
     """What GNU ``timeout`` and ``kill -- -PGID`` do: SIGTERM to the runner, then to every process of
     its group (so the runner sees two, the job one plus the runner's forwarded SIGINT). The job's
     stop path must still save its checkpoint, the runner must still record it, and no worker may be
     left behind (an idle pool worker kept the shell's pipe open and waited forever)."""
-    kw = dict(TINY, total_steps=10_000_000, checkpoint_every=100_000)  # only the interrupt path saves
-    script = tmp_path / "go.py"
-    script.write_text(textwrap.dedent(f"""
-        import sys
-        from ppo_control.config import make_config
-        from ppo_control.experiments.runner import run_jobs
-        if __name__ == "__main__":
-            try:
-                run_jobs([("long", make_config("default", **{kw!r}))], sys.argv[1], workers=1)
-            except KeyboardInterrupt:
-                sys.exit(130)
-    """))
-    out = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, str(script), str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc, out = _start_long_runner(tmp_path)
     try:
-        metrics = out / "long" / "metrics.jsonl"
-        deadline = time.time() + 90
-        while not (metrics.exists() and len(read_jsonl(metrics)) >= 3):
-            assert proc.poll() is None and time.time() < deadline, proc.communicate()[0].decode()[-2000:]
-            time.sleep(0.2)
         proc.send_signal(signal.SIGTERM)
         os.killpg(proc.pid, signal.SIGTERM)
         output = proc.communicate(timeout=90)[0].decode()  # EOF only once every holder of the pipe exits
@@ -204,10 +199,9 @@ def test_sigterm_to_the_runner_and_its_whole_group_saves_once_and_leaves_no_proc
             time.sleep(0.1)
         assert not _group_alive(proc.pid), "a process of the runner's group outlived it"
     finally:
-        if _group_alive(proc.pid):
-            os.killpg(proc.pid, signal.SIGKILL)
+        _kill_group(proc.pid)
     assert proc.returncode == 130, output[-2000:]
-    rows = read_jsonl(metrics)
+    rows = read_jsonl(out / "long" / "metrics.jsonl")
     assert load_checkpoint(out / "long")["iteration"] == rows[-1]["iteration"], output[-2000:]
     assert log_lines(out)[-1]["status"] == "interrupted", output[-2000:]
 
