@@ -33,6 +33,7 @@ python benchmarks/grpo_diagnostics.py results/runs/grpo_1m > results/grpo_1m/dia
 python benchmarks/grpo_targets.py --out results/grpo_1m/targets
 # the horizon/gamma pilot (benchmarks/grpo_falling_pilot.sh) beside setting A (H 32, gamma 0.95), per task
 mkdir -p results/grpo_falling_pilot
+python benchmarks/grpo_diagnostics.py results/runs/grpo_falling_pilot > results/grpo_falling_pilot/diagnostics.md
 for env in Hopper-v5 Walker2d-v5 Ant-v5 HalfCheetah-v5; do
   low=$(echo "$env" | tr 'A-Z' 'a-z' | sed 's/-v5//')
   runs=$(ls -d results/runs/grpo_falling_pilot/${env}__* results/runs/grpo_1m/${env}__start_state=visited__crn=false__horizon=32__s* \
