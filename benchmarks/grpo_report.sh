@@ -42,3 +42,11 @@ for env in Hopper-v5 Walker2d-v5 Ant-v5 HalfCheetah-v5; do
   ppo-control plot $runs --group-by horizon gamma --curve eval/return --metric eval_return \
       --out results/grpo_falling_pilot/${low}.png
 done
+# 10M steps (benchmarks/grpo_10m.sh, chunked): GRPO against PPO's tuned preset, per env step and per second
+if [ -d results/runs/grpo_10m ]; then
+  mkdir -p results/grpo_10m
+  ppo-control plot results/runs/grpo_10m --group-by algo preset horizon gamma --curve eval/return --metric eval_return \
+      --out results/grpo_10m/halfcheetah.png
+  ppo-control plot results/runs/grpo_10m --group-by algo preset horizon gamma --curve eval/return --metric eval_return \
+      --x time --out results/grpo_10m/halfcheetah_time.png
+fi
