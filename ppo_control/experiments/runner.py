@@ -205,14 +205,6 @@ def _stop_local(running: dict, log: _Log) -> None:
         log.record(_local_result(fut, cfg, t0, action, stopping=True))
     for cfg, pool, _, _ in running.values():
         pool.shutdown(wait=False, cancel_futures=True)
-    # Every job has now saved (done) or been killed (late): what is left is idle pool workers. One whose
-    # exit message is lost as the runner exits (its fork server may already be gone, stopped with the
-    # rest of the group) would wait for work forever, holding the caller's stdout open; kill it.
-    t_end = time.time() + 5.0
-    for p in multiprocessing.active_children():
-        p.join(timeout=max(0.0, t_end - time.time()))
-        if p.is_alive():
-            p.kill()
 
 
 def add_runner_args(p) -> None:
