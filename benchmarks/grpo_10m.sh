@@ -15,11 +15,12 @@ deadline=$(( $(date +%s) + ${CHUNK_S:-$(( ${CHUNK_MIN:-50} * 60 ))} ))
 GRPO="--algo grpo --start-state visited --no-crn --grpo-advantage per_step --group-size 8 --num-envs 64
       --init-log-std -0.5"
 COMMON="--total-steps $STEPS --eval-interval 250000 --workers 1 --no-report --no-progress"
+chunk_done() { echo "grpo_10m: chunk time used up; run the same command again to go on"; exit 0; }
 for seed in ${SEEDS:-1 2 3 4 5}; do
   for env in ${ENVS:-HalfCheetah-v5}; do
     for setting in ${SETTINGS:-grpo:32:0.95 ppo}; do
       left=$(( deadline - $(date +%s) ))
-      if [ $left -lt 30 ]; then echo "grpo_10m: chunk time used up; run the same command again to go on"; exit 0; fi
+      [ $left -ge 30 ] || chunk_done
       if [ "$setting" = ppo ]; then
         args="--preset tuned $COMMON --out-dir $OUT/ppo_tuned"
       else
@@ -28,7 +29,7 @@ for seed in ${SEEDS:-1 2 3 4 5}; do
       fi
       rc=0
       timeout -s TERM -k 300 $left ppo-control sweep --env-id $env --seeds $seed $args || rc=$?
-      if [ $rc -eq 124 ]; then echo "grpo_10m: chunk time used up; run the same command again to go on"; exit 0; fi
+      [ $rc -ne 124 ] || chunk_done
       [ $rc -eq 0 ] || exit $rc
     done
   done

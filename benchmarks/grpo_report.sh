@@ -43,10 +43,12 @@ for env in Hopper-v5 Walker2d-v5 Ant-v5 HalfCheetah-v5; do
       --out results/grpo_falling_pilot/${low}.png
 done
 # 10M steps (benchmarks/grpo_10m.sh, chunked): GRPO against PPO's tuned preset, per env step and per second
-if [ -d results/runs/grpo_10m ]; then
+# (per task: only HalfCheetah-v5 has runs so far; the group-by has no env id, so never mix tasks in one plot)
+runs10=$(ls -d results/runs/grpo_10m/*/HalfCheetah-v5__* 2>/dev/null || true)
+if [ -n "$runs10" ]; then
   mkdir -p results/grpo_10m
-  ppo-control plot results/runs/grpo_10m --group-by algo preset horizon gamma --curve eval/return --metric eval_return \
+  ppo-control plot $runs10 --group-by algo preset horizon gamma --curve eval/return --metric eval_return \
       --out results/grpo_10m/halfcheetah.png
-  ppo-control plot results/runs/grpo_10m --group-by algo preset horizon gamma --curve eval/return --metric eval_return \
+  ppo-control plot $runs10 --group-by algo preset horizon gamma --curve eval/return --metric eval_return \
       --x time --out results/grpo_10m/halfcheetah_time.png
 fi
