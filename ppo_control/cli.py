@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from typing import List, Optional
 
@@ -127,5 +128,20 @@ def _train(args: argparse.Namespace, command: List[str]) -> int:
     return 0
 
 
+def console_main() -> int:
+    """The ``ppo-control`` command: ``main``, except that a stopped run (exit 130) whose checkpoint is
+    saved does not then wait for kernel compiles nobody will use. The interpreter joins inductor's
+    compile threads at exit, and a g++ job on a loaded machine can take minutes; the run directory is
+    already closed, so the process ends at once (the compiler finishes on its own and fills the cache)."""
+    rc = main()
+    if rc == 130:
+        from .update import compile_work_running
+        if compile_work_running():
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(rc)
+    return rc
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(console_main())

@@ -28,7 +28,7 @@ from .metrics import MetricsLogger, Progress
 from .rundir import RunDir, check_out_dir, create_run_dir, default_run_name, open_run_dir
 from .runinfo import environment_info
 from .state import TrainState
-from .update import NonFiniteError, check_finite
+from .update import NonFiniteError, abandon_compile_work, check_finite
 
 # Divergence guard. Healthy PPO/GRPO updates have approx_kl ~0.01-0.05 (target_kl is usually 0.01-0.05);
 # at lr 0.03 on Hopper it reached 5-12 and at lr 0.3 ~1e4. With reward normalisation value losses stay
@@ -184,6 +184,7 @@ def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
                 # the iteration, so the checkpoint and metrics.jsonl end at the same row
                 good = ts.capture()
             save(good)
+            abandon_compile_work()  # else the exit waits for every queued kernel compile
             print(f"\ninterrupted: checkpoint at iteration {good['iteration']} saved; continue with "
                   f"`ppo-control train --resume {run_dir}`", file=sys.stderr)
             raise

@@ -174,6 +174,30 @@ def _compiler_missing(device: torch.device) -> str:
     return ""
 
 
+def abandon_compile_work() -> int:
+    """Cancel inductor's queued C++ compile jobs (a stop during the first compile); returns how many.
+
+    Inductor compiles kernels in a thread pool, and the interpreter joins that pool's threads at exit
+    after they have run every queued job: a Ctrl-C or SIGTERM during a cold first compile waited
+    15-20 s here for kernels nobody would use, and minutes on a loaded machine. The jobs already
+    running finish (one g++ per thread; ``compile_work_running`` says whether they still are); a later
+    compile in the same process gets a fresh pool."""
+    mod = sys.modules.get("torch._inductor.async_compile")
+    if mod is None or not mod.AsyncCompile.pool.cache_info().currsize:
+        return 0
+    pool = mod.AsyncCompile.pool()
+    queued = pool._work_queue.qsize()  # noqa: SLF001 - only for the count; the cancel below is public API
+    pool.shutdown(wait=False, cancel_futures=True)
+    mod.AsyncCompile.pool.cache_clear()
+    _COMPILED.setdefault("abandoned", []).append(pool)
+    return queued
+
+
+def compile_work_running() -> bool:
+    """Whether a compile pool given up by ``abandon_compile_work`` still has a thread running a job."""
+    return any(t.is_alive() for pool in _COMPILED.get("abandoned", ()) for t in pool._threads)  # noqa: SLF001
+
+
 def compiled_loss():
     """``minibatch_loss`` through ``torch.compile`` (one per process; shapes that change, as GRPO's
     batches do, are traced once more as dynamic, then reused).  If inductor cannot build it (no

@@ -5,6 +5,8 @@ to any network.
 ppo_control had until commit b2811f8 (hand-written MLP backward + flat Adam); see
 ``data/make_update_golden.py``.
 """
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -197,3 +199,32 @@ def test_a_compile_that_fails_falls_back_to_the_same_eager_update(monkeypatch, c
         assert torch.allclose(p, g["policy"][name], atol=2e-5, rtol=1e-4), name
     err = capsys.readouterr().err
     assert "torch.compile failed (RuntimeError: inductor: no working C++ compiler)" in err and "--compile off" in err
+
+
+def test_a_stop_gives_up_queued_kernel_compiles_and_later_compiles_get_a_fresh_pool(monkeypatch):
+    """A stop during a cold first compile: the queued g++ jobs are cancelled (else the interpreter runs
+    them all before exiting), the running ones are reported until they finish, the next pool is new."""
+    from torch._inductor.async_compile import AsyncCompile
+    monkeypatch.setattr(update_mod, "_COMPILED", {})
+    monkeypatch.setattr("torch._inductor.async_compile.get_compile_threads", lambda: 2)
+    AsyncCompile.pool.cache_clear()
+    pool = AsyncCompile.pool()
+    release = threading.Event()
+    running = [pool.submit(release.wait, 60) for _ in range(2)]  # both threads busy
+    queued = [pool.submit(lambda: "compiled") for _ in range(3)]
+    while pool._work_queue.qsize() != 3:  # the two blockers have been picked up by the threads
+        time.sleep(0.01)
+    assert update_mod.abandon_compile_work() == 3
+    assert all(f.cancelled() for f in queued) and not any(f.done() for f in running)
+    assert update_mod.compile_work_running()
+    release.set()
+    assert all(f.result(timeout=10) for f in running)
+    deadline = time.time() + 10
+    while update_mod.compile_work_running() and time.time() < deadline:
+        time.sleep(0.01)
+    assert not update_mod.compile_work_running()
+    fresh = AsyncCompile.pool()
+    assert fresh is not pool and fresh.submit(lambda: 7).result(timeout=10) == 7
+    fresh.shutdown()
+    AsyncCompile.pool.cache_clear()
+    assert update_mod.abandon_compile_work() == 0  # nothing to give up
