@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,12 +20,20 @@ KEYS = ("grpo/within_group_share", "grpo/zero_signal_frac", "grpo/group_return_s
         "losses/clipfrac")
 
 
-def row(run: Path) -> str:
+def run_means(run: Path) -> dict:
+    """{key: mean over the run's iterations} for KEYS, plus ``updates`` (iterations logged)."""
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    with warnings.catch_warnings():  # a key never logged (e.g. no CRN share) is an all-NaN column
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = {k: float(np.nanmean([r[k] if r.get(k) is not None else np.nan for r in rows])) for k in KEYS}
+    return dict(out, updates=len(rows))
+
+
+def row(run: Path) -> str:
     summary = json.loads((run / "summary.json").read_text()) if (run / "summary.json").exists() else {}
-    means = [np.nanmean([r[k] if r.get(k) is not None else np.nan for r in rows]) for k in KEYS]
+    m = run_means(run)
     ev = summary.get("eval_return", float("nan"))
-    return f"| {run.name} | {ev:,.1f} | " + " | ".join(f"{m:.3f}" for m in means) + f" | {len(rows)} |"
+    return f"| {run.name} | {ev:,.1f} | " + " | ".join(f"{m[k]:.3f}" for k in KEYS) + f" | {m['updates']} |"
 
 
 def main(dirs):
