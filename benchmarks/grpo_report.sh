@@ -9,6 +9,7 @@
 #       tuned: each task's runs of its current row, as benchmarks/tuned_report.py reads them); the GRPO
 #       runs include the long-horizon settings (H 256 / gamma 0.995, H 512 / 0.998) of the falling pilot
 #   results/grpo_1m/targets.{md,csv}  every GRPO setting against both PPO presets, the targets
+#   results/grpo_factorial/factorial.{md,csv,png}  experiment 1: start x CRN x advantage x horizon (HalfCheetah, Hopper)
 #   results/grpo_falling_pilot/ENV.{md,csv,png}  the horizon/gamma settings of benchmarks/grpo_falling_pilot.sh
 #       beside setting A (H 32, gamma 0.95)
 set -eu
@@ -51,4 +52,8 @@ if [ -n "$runs10" ]; then
       --out results/grpo_10m/halfcheetah.png
   ppo-control plot $runs10 --group-by algo preset horizon gamma --curve eval/return --metric eval_return \
       --x time --out results/grpo_10m/halfcheetah_time.png
+fi
+# experiment 1, the ablation (benchmarks/grpo_factorial.sh): cells x horizon, main effects, diagnostics, figure
+if [ -d results/runs/grpo_factorial ]; then
+  python benchmarks/grpo_factorial_report.py --runs results/runs/grpo_factorial --out results/grpo_factorial/factorial
 fi
