@@ -96,24 +96,33 @@ def task_report(env, runs):
 
 
 def main_effects(runs, horizons):
-    """Each factor level's mean over the cells of that level, on the seeds that every cell has."""
+    """Each factor level's mean over the cells of that level, on the seeds that every cell of the scope
+    has (all horizons, then each horizon alone); a scope with a cell not yet run is left out."""
     done = [r for r in runs if r.status == "finished"]
-    cells = {(tuple(r.config[f] for f in FACTORS), (r.config["horizon"], r.config["gamma"])) for r in done}
-    n_cells = len(LEVELS["start_state"]) * len(LEVELS["crn"]) * len(LEVELS["grpo_advantage"]) * len(horizons)
-    common = None
-    for c in cells:
-        s = {r.config["seed"] for r in done if (tuple(r.config[f] for f in FACTORS), (r.config["horizon"], r.config["gamma"])) == c}
-        common = s if common is None else common & s
-    if len(cells) < n_cells or not common:
-        return ["", f"Main effects: not yet ({len(cells)} of {n_cells} cells finished with a common seed)."]
-    bal = [r for r in done if r.config["seed"] in common]
-    scopes = [("all horizons", bal)] + [(f"H {h}", [r for r in bal if (r.config["horizon"], r.config["gamma"]) == (h, g)])
-                                       for h, g in horizons]
-    lines = ["", f"Main effects (mean final eval over the cells of each level; seeds {sorted(common)}, every cell):", "",
-             "| factor | level | " + " | ".join(s for s, _ in scopes) + " |", "|---|---|" + "---:|" * len(scopes)]
+    n_cells = len(LEVELS["start_state"]) * len(LEVELS["crn"]) * len(LEVELS["grpo_advantage"])
+
+    def cell(r):
+        return tuple(r.config[f] for f in FACTORS), (r.config["horizon"], r.config["gamma"])
+
+    def balanced(hs):
+        rs = [r for r in done if cell(r)[1] in hs]
+        seeds = {}
+        for r in rs:
+            seeds.setdefault(cell(r), set()).add(r.config["seed"])
+        common = set.intersection(*seeds.values()) if len(seeds) == n_cells * len(hs) else set()
+        return [r for r in rs if r.config["seed"] in common], sorted(common)
+
+    scopes = [(name, *balanced(hs)) for name, hs in [("all horizons", horizons)] +
+              [(f"H {h} / gamma {g}", [(h, g)]) for h, g in horizons]]
+    scopes = [sc for sc in scopes if sc[2]]
+    if not scopes:
+        return ["", "Main effects: not yet (no horizon has every cell finished with a common seed)."]
+    lines = ["", "Main effects (mean final eval over the cells of each level, on the seeds every cell of the column "
+             "has: " + "; ".join(f"{name}: seeds {seeds}" for name, _, seeds in scopes) + "):", "",
+             "| factor | level | " + " | ".join(name for name, _, _ in scopes) + " |", "|---|---|" + "---:|" * len(scopes)]
     for f in FACTORS:
         for lv in LEVELS[f]:
-            vals = [np.mean([r.metric("eval_return") for r in rs if r.config[f] == lv]) for _, rs in scopes]
+            vals = [np.mean([r.metric("eval_return") for r in rs if r.config[f] == lv]) for _, rs, _ in scopes]
             lines.append(f"| {f} | {_label(lv)} | " + " | ".join(_n(v) for v in vals) + " |")
     return lines
 
