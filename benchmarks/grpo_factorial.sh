@@ -9,6 +9,11 @@
 # run it again and finished runs are skipped, interrupted ones resume from their checkpoint.
 #   SEEDS=1 bash benchmarks/grpo_factorial.sh                 # the screen: every cell, one seed
 #   SEEDS="2 3" STARTS=visited CRNS=false bash benchmarks/grpo_factorial.sh   # more seeds, fewer cells
+# One cell, many seeds: SEED_MAJOR=0 gives the sweep all seeds at once, so the two workers run two
+# seeds of the cell side by side (seed-major would run a one-cell sweep one run at a time):
+#   SEED_MAJOR=0 SEEDS="4 5" ENVS=Hopper-v5 SETTINGS=512:0.998 STARTS=branch CRNS=false ADVS=per_step \
+#     bash benchmarks/grpo_factorial.sh
+# Walker2d-v5 and Ant-v5 take their best long horizon of results/grpo_1m (experiment 2's tasks).
 # Table and figure: python benchmarks/grpo_factorial_report.py
 set -eu
 OUT=${OUT:-results/runs/grpo_factorial}
@@ -18,14 +23,17 @@ settings_for() {
   case $1 in
     HalfCheetah-v5) echo "${SETTINGS:-32:0.95 256:0.995}" ;;
     Hopper-v5) echo "${SETTINGS:-32:0.95 512:0.998}" ;;
+    Walker2d-v5) echo "${SETTINGS:-512:0.998}" ;;
+    Ant-v5) echo "${SETTINGS:-256:0.995}" ;;
     *) echo "no horizon settings for $1" >&2; exit 2 ;;
   esac
 }
 join() { echo "$*" | tr ' ' ','; }
-for seed in ${SEEDS:-1 2 3}; do
+if [ "${SEED_MAJOR:-1}" = 0 ]; then SEED_GROUPS=("${SEEDS:-1 2 3}"); else SEED_GROUPS=(${SEEDS:-1 2 3}); fi
+for seeds in "${SEED_GROUPS[@]}"; do
   for env in ${ENVS:-HalfCheetah-v5 Hopper-v5}; do
     for setting in $(settings_for $env); do
-      ppo-control sweep --env-id $env $COMMON --seeds $seed \
+      ppo-control sweep --env-id $env $COMMON --seeds $seeds \
         --grid start_state=$(join ${STARTS:-reset visited branch}) \
         --grid crn=$(join ${CRNS:-false true}) \
         --grid grpo_advantage=$(join ${ADVS:-outcome per_step}) \
