@@ -10,6 +10,8 @@
 #       runs include the long-horizon settings (H 256 / gamma 0.995, H 512 / 0.998) of the falling pilot
 #   results/grpo_1m/targets.{md,csv}  every GRPO setting against both PPO presets, the targets
 #   results/grpo_factorial/factorial.{md,csv,png}  experiment 1: start x CRN x advantage x horizon (HalfCheetah, Hopper)
+#   results/grpo_factorial/ENV_eval{,_time}.{md,csv,png}  the ablation's cells taken on to >= 3 seeds (and to
+#       Walker2d/Ant) against PPO's fast and tuned presets, per env step and per second
 #   results/grpo_falling_pilot/ENV.{md,csv,png}  the horizon/gamma settings of benchmarks/grpo_falling_pilot.sh
 #       beside setting A (H 32, gamma 0.95)
 set -eu
@@ -56,4 +58,21 @@ fi
 # experiment 1, the ablation (benchmarks/grpo_factorial.sh): cells x horizon, main effects, diagnostics, figure
 if [ -d results/runs/grpo_factorial ]; then
   python benchmarks/grpo_factorial_report.py --runs results/runs/grpo_factorial --out results/grpo_factorial/factorial
+  # experiment 2 from the ablation: per task, its CRN-off per-step cells with at least 3 seeds (the cells
+  # taken on to more seeds and to Walker2d/Ant), eval against env steps and wall time beside PPO's fast
+  # and tuned presets
+  for env in HalfCheetah-v5 Hopper-v5 Walker2d-v5 Ant-v5; do
+    low=$(echo "$env" | tr 'A-Z' 'a-z' | sed 's/-v5//')
+    cells=$(ls -d results/runs/grpo_factorial/${env}__*crn=false__grpo_advantage=per_step__*__s* 2>/dev/null \
+            | sed 's/__s[0-9]*$//' | sort | uniq -c | awk '$1 >= 3 {print $2}')
+    [ -n "$cells" ] || continue
+    grpo=$(for c in $cells; do ls -d ${c}__s*; done)
+    ppo_eval=$(ls -d results/runs/ppo_fast_1m/${env}__ppo__s* results/runs/ppo_fast_more_1m/${env}__ppo__s* 2>/dev/null || true)
+    tuned=$(python -c "import sys; sys.path.insert(0, 'benchmarks'); from tuned_report import SOURCES; print(*SOURCES['${env%%-*}'])")
+    ppo_eval="$ppo_eval $(ls -d $(for d in $tuned; do echo $d/${env}__s*; done) 2>/dev/null || true)"
+    ppo-control plot $grpo $ppo_eval --group-by algo preset start_state crn grpo_advantage horizon gamma \
+        --curve eval/return --metric eval_return --out results/grpo_factorial/${low}_eval.png
+    ppo-control plot $grpo $ppo_eval --group-by algo preset start_state crn grpo_advantage horizon gamma \
+        --curve eval/return --metric eval_return --x time --out results/grpo_factorial/${low}_eval_time.png
+  done
 fi

@@ -5,7 +5,11 @@ against PPO's default and tuned presets, at equal env steps.
 
 No training: reads the committed run directories (GRPO: results/runs/grpo_1m and
 results/runs/grpo_falling_pilot; PPO default: results/runs/mujoco_suite/ppo_default; PPO tuned: each
-task's runs of its current row, as benchmarks/tuned_report.py reads them). The number compared is the
+task's runs of its current row, as benchmarks/tuned_report.py reads them), plus the cells of the ablation
+(results/runs/grpo_factorial) that have at least FACTORIAL_MIN_SEEDS seeds (its one-seed screen is in
+results/grpo_factorial/factorial.md). A setting is also keyed by its batch (the run family it came from):
+the same flags run at two commits are two rows, because their seeds do not reproduce each other's numbers
+(floating-point differences grow through MuJoCo's contacts). The number compared is the
 final deterministic evaluation (10 episodes of the final policy, ``eval_return`` in summary.json), the
 one every algorithm and setting has. Writes OUT.md (per task: each GRPO setting's mean over seeds with
 its 95% bootstrap CI, its share of each PPO preset's mean, wall time and updates per run; then the
@@ -26,12 +30,14 @@ from ppo_control.experiments.aggregate import (load_runs, markdown_table, proven
 
 R = Path("results/runs")
 TASKS = ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5"]
-GRPO_KEYS = ["start_state", "crn", "grpo_train_steps", "horizon", "gamma"]
+GRPO_KEYS = ["start_state", "crn", "grpo_train_steps", "grpo_advantage", "horizon", "gamma", "batch"]
+BATCHES = ("grpo_1m", "grpo_falling_pilot", "grpo_factorial")
+FACTORIAL_MIN_SEEDS = 3
 MIN_SEEDS = 5  # the house rule for a claim
 
 
 def grpo_dirs(env: str) -> list:
-    return sorted(d for base in ("grpo_1m", "grpo_falling_pilot") for d in (R / base).glob(f"{env}__*") if d.is_dir())
+    return sorted(d for base in BATCHES for d in (R / base).glob(f"{env}__*") if d.is_dir())
 
 
 def ppo_dirs(env: str) -> dict:
@@ -53,11 +59,14 @@ def main(argv=None):
         grpo = load_runs(grpo_dirs(env), curve_key="eval/return")
         if not grpo:
             continue
+        for run in grpo:
+            run.config["batch"] = run.path.parent.name
         ppo = {k: summarize(load_runs(v, curve_key="eval/return"), ["env_id"]) for k, v in ppo_dirs(env).items() if v}
         ref = {k: (rows[0]["eval_return_mean"], rows[0]["n_finished"]) for k, rows in ppo.items() if rows}
         seeds |= {int(r.config["seed"]) for r in grpo}
         rows = sorted(summarize(grpo, GRPO_KEYS), key=lambda r: -r["eval_return_mean"]
                       if math.isfinite(r["eval_return_mean"]) else math.inf)
+        rows = [r for r in rows if r["batch"] != "grpo_factorial" or r["n_finished"] >= FACTORIAL_MIN_SEEDS]
         lines += [f"### {env}", "",
                   "| GRPO setting | seeds | final eval [95% CI] | first eval | of PPO default | of PPO tuned | "
                   "wall / run | updates / run |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -97,8 +106,9 @@ def main(argv=None):
               "about 1,000 over 1,000 steps is a policy that stands without running). Shares are of the PPO preset's mean final eval on the same task at "
               "1M steps (default: `results/runs/mujoco_suite/ppo_default`; tuned: each task's runs of its current "
               "row, `benchmarks/tuned_report.py` SOURCES). GRPO runs: `bash benchmarks/grpo_1m.sh` and its "
-              "siblings (results/grpo_1m/reading.md) and `bash benchmarks/grpo_falling_pilot.sh` (horizon/gamma "
-              "settings); each run's config.json records the command that made it. Updates / run = iterations "
+              "siblings (results/grpo_1m/reading.md), `bash benchmarks/grpo_falling_pilot.sh` (horizon/gamma "
+              "settings) and `bash benchmarks/grpo_factorial.sh` (the ablation's cells with at least "
+              f"{FACTORIAL_MIN_SEEDS} seeds; batch = the run family); each run's config.json records the command that made it. Updates / run = iterations "
               "(one policy update each). Wall time: 2 shared cores, two runs at a time, not a speed measurement."]
     prov = provenance(["python"] + sys.argv, sorted(seeds))
     md_path, _ = write_tables(all_rows, a.out, prov)
