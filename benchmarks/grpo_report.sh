@@ -12,6 +12,8 @@
 #   results/grpo_factorial/factorial.{md,csv,png}  experiment 1: start x CRN x advantage x horizon (HalfCheetah, Hopper)
 #   results/grpo_factorial/ENV_eval{,_time}.{md,csv,png}  the ablation's cells taken on to >= 3 seeds (and to
 #       Walker2d/Ant) against PPO's fast and tuned presets, per env step and per second
+#   results/grpo_tuning/halfcheetah.{md,csv,png}  one change at a time from the best HalfCheetah cell
+#   results/grpo_10m/ENV{,_time}.{md,csv,png}  10M steps, GRPO against the tuned PPO preset
 #   results/grpo_falling_pilot/ENV.{md,csv,png}  the horizon/gamma settings of benchmarks/grpo_falling_pilot.sh
 #       beside setting A (H 32, gamma 0.95)
 set -eu
@@ -45,16 +47,18 @@ for env in Hopper-v5 Walker2d-v5 Ant-v5 HalfCheetah-v5; do
   ppo-control plot $runs --group-by horizon gamma --curve eval/return --metric eval_return \
       --out results/grpo_falling_pilot/${low}.png
 done
-# 10M steps (benchmarks/grpo_10m.sh, chunked): GRPO against PPO's tuned preset, per env step and per second
-# (per task: only HalfCheetah-v5 has runs so far; the group-by has no env id, so never mix tasks in one plot)
-runs10=$(ls -d results/runs/grpo_10m/*/HalfCheetah-v5__* 2>/dev/null || true)
-if [ -n "$runs10" ]; then
+# 10M steps (benchmarks/grpo_10m.sh, chunked): GRPO against PPO's tuned preset, per env step and per second,
+# one figure per task (the group-by has no env id, so never mix tasks in one plot)
+for env in HalfCheetah-v5 Hopper-v5 Walker2d-v5 Ant-v5; do
+  low=$(echo "$env" | tr 'A-Z' 'a-z' | sed 's/-v5//')
+  runs10=$(ls -d results/runs/grpo_10m/*/${env}__* 2>/dev/null || true)
+  [ -n "$runs10" ] || continue
   mkdir -p results/grpo_10m
   ppo-control plot $runs10 --group-by algo preset horizon gamma --curve eval/return --metric eval_return \
-      --out results/grpo_10m/halfcheetah.png
+      --out results/grpo_10m/${low}.png
   ppo-control plot $runs10 --group-by algo preset horizon gamma --curve eval/return --metric eval_return \
-      --x time --out results/grpo_10m/halfcheetah_time.png
-fi
+      --x time --out results/grpo_10m/${low}_time.png
+done
 # experiment 1, the ablation (benchmarks/grpo_factorial.sh): cells x horizon, main effects, diagnostics, figure
 if [ -d results/runs/grpo_factorial ]; then
   python benchmarks/grpo_factorial_report.py --runs results/runs/grpo_factorial --out results/grpo_factorial/factorial
@@ -75,4 +79,14 @@ if [ -d results/runs/grpo_factorial ]; then
     ppo-control plot $grpo $ppo_eval --group-by algo preset start_state crn grpo_advantage horizon gamma \
         --curve eval/return --metric eval_return --x time --out results/grpo_factorial/${low}_eval_time.png
   done
+fi
+# the tuning step after the ablation (benchmarks/grpo_tuning.sh): one change at a time (KL beta, lr, G, epochs)
+# from HalfCheetah's best cell, beside that cell's own seeds 1-5
+base=results/runs/grpo_factorial/HalfCheetah-v5__start_state=reset__crn=false__grpo_advantage=per_step__horizon=256__gamma=0.995
+tuning=$(ls -d results/runs/grpo_tuning/*/HalfCheetah-v5__s* 2>/dev/null || true)
+if [ -n "$tuning" ]; then
+  mkdir -p results/grpo_tuning
+  ppo-control plot $(for s in 1 2 3 4 5; do echo ${base}__s$s; done) $tuning \
+      --group-by kl_coef lr group_size update_epochs --curve eval/return --metric eval_return \
+      --out results/grpo_tuning/halfcheetah.png
 fi
