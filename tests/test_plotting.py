@@ -80,6 +80,34 @@ def test_learning_curve_and_heatmap_pngs(sweep_dir, tmp_path):
     assert_png(plot_heatmap(runs, "gae_lambda", "ent_coef", tmp_path / "heat.png"), (150, 100))
 
 
+def test_long_labels_put_the_legend_below_the_axes_inside_the_figure(sweep_dir, tmp_path, monkeypatch):
+    from ppo_control.experiments import plotting
+    runs = load_runs([sweep_dir])
+    long = "algo=grpo, preset=default, start_state=visited, crn=false, grpo_advantage=per_step, horizon=512"
+    groups = {long + ", gamma=0.9": [r for r in runs if r.config["gae_lambda"] == 0.9],
+              long + ", gamma=0.99": [r for r in runs if r.config["gae_lambda"] == 0.99]}
+    seen = {}
+    real_save = plotting.save_figure
+
+    def spy(fig, out, provenance=None):
+        seen["fig"] = fig
+        return real_save(fig, out, provenance)
+    monkeypatch.setattr(plotting, "save_figure", spy)
+    plot_learning_curves(groups, tmp_path / "long.png")
+    fig = seen["fig"]
+    ax = fig.axes[0]
+    assert ax.get_legend() is None and len(fig.legends) == 1  # not over the curves
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    leg, axbox, figbox = fig.legends[0].get_window_extent(renderer), ax.get_window_extent(renderer), fig.bbox
+    assert leg.y1 <= axbox.y0 + 1  # below the axes
+    assert leg.x0 >= figbox.x0 - 1 and leg.x1 <= figbox.x1 + 1 and leg.y0 >= figbox.y0 - 1  # all of it in the figure
+    plot_learning_curves({"lam=0.9": groups[long + ", gamma=0.9"]}, tmp_path / "short.png")
+    assert seen["fig"].axes[0].get_legend() is not None and not seen["fig"].legends  # short: inside as before
+
+
 def test_plot_command_writes_curves_tables_and_heatmap(sweep_dir, tmp_path, capsys):
     out = tmp_path / "results" / "sweep.png"
     rc = main(["plot", str(sweep_dir), "--out", str(out), "--heatmap", "gae_lambda", "ent_coef"])

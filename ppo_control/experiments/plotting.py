@@ -96,6 +96,9 @@ def _x_scale(groups: Dict[str, List[Run]], x: str) -> Tuple[float, str]:
     return (1e6, "M") if top >= 1e6 else ((1e3, "k") if top >= 1e4 else (1.0, ""))
 
 
+LEGEND_INSIDE_MAX = 60  # characters: a longer label puts the legend under the axes
+
+
 def plot_learning_curves(groups: Dict[str, List[Run]], out, x: str = "steps", title: Optional[str] = None,
                          provenance: Optional[dict] = None) -> Path:
     """One figure: a line per group (label -> its seeds' runs). Returns the PNG path."""
@@ -103,7 +106,12 @@ def plot_learning_curves(groups: Dict[str, List[Run]], out, x: str = "steps", ti
     ax = fig.add_subplot()
     draw_curves(ax, groups, x)
     ax.set_title(title or "")
-    if len(groups) > 0:
+    handles, labels = ax.get_legend_handles_labels()
+    if labels and max(map(len, labels)) > LEGEND_INSIDE_MAX:
+        # long labels (many group-by fields) would cover the curves or leave the figure: below the axes
+        fig.set_figheight(4.5 + 0.17 * len(labels))
+        fig.legend(handles, labels, fontsize=7, loc="outside lower center")
+    elif labels:
         ax.legend(fontsize=8, loc="best")
     return save_figure(fig, out, provenance)
 
@@ -176,10 +184,12 @@ def save_figure(fig: Figure, out, provenance: Optional[dict] = None) -> Path:
         short = " · ".join(str(v) for v in (provenance.get("commit", "")[:10] if provenance.get("commit") else None,
                                               provenance.get("cpu"), provenance.get("created")) if v)
         engine = fig.get_layout_engine()
-        if engine is not None:
-            height_in = fig.get_size_inches()[1]
-            engine.set(rect=(0, 0.12 / height_in, 1, 1 - 0.12 / height_in))  # keep the footer's strip free
-        fig.text(0.005, 0.002, short, fontsize=5, color="gray", ha="left", va="bottom")
+        strip = 0.12 / fig.get_size_inches()[1]
+        top = bool(fig.legends)  # a legend placed under the axes takes the bottom edge: the footer goes on top
+        if engine is not None:  # keep the footer's strip free
+            engine.set(rect=(0, 0, 1, 1 - strip) if top else (0, strip, 1, 1 - strip))
+        fig.text(0.005, 0.998 if top else 0.002, short, fontsize=5, color="gray", ha="left",
+                 va="top" if top else "bottom")
     fig.savefig(out, dpi=130, metadata=meta)
     return out
 
