@@ -6,16 +6,26 @@
 # partial campaign covers every setting. Deterministic evaluation every 250k steps for both algorithms.
 #   CHUNK_MIN=50 ENVS="HalfCheetah-v5" SEEDS="1 2 3 4 5" bash benchmarks/grpo_10m.sh
 # SETTINGS lists what runs per env and seed: grpo:H:GAMMA (visited starts, per-step advantages, G 8,
-# 64 envs, init log-std -0.5: setting A of results/grpo_1m/reading.md with horizon H and discount GAMMA)
-# and ppo (the tuned preset). Default: HalfCheetah's best GRPO setting (H 32 / 0.95) and PPO.
+# 64 envs, init log-std -0.5: setting A of results/grpo_1m/reading.md with horizon H and discount GAMMA),
+# grpo:START:H:GAMMA (the same from START = reset | visited | branch starts; the run name then carries
+# start_state), and ppo (the tuned preset). Default: HalfCheetah's first GRPO setting (visited H 32 /
+# 0.95) and PPO; the ablation's best HalfCheetah cell is grpo:reset:256:0.995
+# (results/grpo_factorial/reading.md).
+# Checkpoints are git-ignored: to go on in another checkout, commit each unfinished run's checkpoint.pt
+# with `git add -f` (a stopped chunk prints which runs are unfinished).
 set -eu
 OUT=${OUT:-results/runs/grpo_10m}
 STEPS=${STEPS:-10000000}
 deadline=$(( $(date +%s) + ${CHUNK_S:-$(( ${CHUNK_MIN:-50} * 60 ))} ))
-GRPO="--algo grpo --start-state visited --no-crn --grpo-advantage per_step --group-size 8 --num-envs 64
+GRPO="--algo grpo --no-crn --grpo-advantage per_step --group-size 8 --num-envs 64
       --init-log-std -0.5"
 COMMON="--total-steps $STEPS --eval-interval 250000 --workers 1 --no-report --no-progress"
-chunk_done() { echo "grpo_10m: chunk time used up; run the same command again to go on"; exit 0; }
+chunk_done() {
+  echo "grpo_10m: chunk time used up; run the same command again to go on. Unfinished runs (commit their"
+  echo "checkpoint.pt with git add -f to go on in another checkout):"
+  for d in "$OUT"/*/*/; do [ -f "$d/checkpoint.pt" ] && [ ! -f "$d/summary.json" ] && echo "  $d"; done
+  exit 0
+}
 for seed in ${SEEDS:-1 2 3 4 5}; do
   for env in ${ENVS:-HalfCheetah-v5}; do
     for setting in ${SETTINGS:-grpo:32:0.95 ppo}; do
@@ -24,8 +34,10 @@ for seed in ${SEEDS:-1 2 3 4 5}; do
       if [ "$setting" = ppo ]; then
         args="--preset tuned $COMMON --out-dir $OUT/ppo_tuned"
       else
-        h=$(echo $setting | cut -d: -f2); g=$(echo $setting | cut -d: -f3)
-        args="$GRPO $COMMON --out-dir $OUT/grpo --grid horizon=$h --grid gamma=$g"
+        IFS=: read -r _ a b c <<< "$setting"
+        if [ -n "$c" ]; then start="--grid start_state=$a"; h=$b; g=$c
+        else start="--start-state visited"; h=$a; g=$b; fi
+        args="$GRPO $COMMON --out-dir $OUT/grpo $start --grid horizon=$h --grid gamma=$g"
       fi
       rc=0
       timeout -s TERM -k 300 $left ppo-control sweep --env-id $env --seeds $seed $args || rc=$?
