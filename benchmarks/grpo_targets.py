@@ -49,6 +49,18 @@ def ppo_dirs(env: str) -> dict:
     return {"default": sorted((R / "mujoco_suite" / "ppo_default").glob(f"{env}__ppo__s*")), "tuned": tuned}
 
 
+def members(runs, row: dict, keys) -> list:
+    """The finished runs of a summary row: those whose config matches the row on ``keys``."""
+    return [run for run in runs if run.status == "finished" and
+            all(str(run.config.get(f)).lower() == str(row[f]).lower() for f in keys)]
+
+
+def first_eval_mean(runs) -> float:
+    """Mean of the runs' first periodic evaluation (where learning started)."""
+    first = [float(run.returns[0]) for run in runs if len(run.returns)]
+    return sum(first) / len(first) if first else math.nan
+
+
 def _n(x, d=0):
     return "—" if x is None or not math.isfinite(x) else f"{x:,.{d}f}"
 
@@ -76,11 +88,9 @@ def main(argv=None):
         for k, (m, n) in ref.items():
             lines.append(f"| *PPO {k} preset* | {n} | {_n(m)} | | | | | |")
         for r in rows:
-            members = [run for run in grpo if run.status == "finished" and
-                       all(str(run.config.get(f)).lower() == str(r[f]).lower() for f in GRPO_KEYS)]
-            upd = [u for u in (run.summary.get("iterations") for run in members) if u is not None]
-            first = [float(run.returns[0]) for run in members if len(run.returns)]  # where learning started
-            r["first_eval_mean"] = sum(first) / len(first) if first else math.nan
+            mine = members(grpo, r, GRPO_KEYS)
+            upd = [u for u in (run.summary.get("iterations") for run in mine) if u is not None]
+            r["first_eval_mean"] = first_eval_mean(mine)
             share = {k: r["eval_return_mean"] / m for k, (m, _) in ref.items()}
             r.update(env_id=env, **{f"of_ppo_{k}": v for k, v in share.items()})
             all_rows.append(dict(r, setting=f"{env}: {r['setting']}"))
@@ -94,11 +104,9 @@ def main(argv=None):
                   and math.isfinite(r["eval_return_mean"])]
         best = max(pooled, key=lambda r: r["eval_return_mean"], default=None)
         if best is not None:
-            members = [run for run in grpo if run.status == "finished" and
-                       all(str(run.config.get(f)).lower() == str(best[f]).lower() for f in POOL_KEYS)]
-            first = [float(run.returns[0]) for run in members if len(run.returns)]
-            best.update(first_eval_mean=sum(first) / len(first) if first else math.nan,
-                        batches=", ".join(sorted({run.config["batch"] for run in members})),
+            mine = members(grpo, best, POOL_KEYS)
+            best.update(first_eval_mean=first_eval_mean(mine),
+                        batches=", ".join(sorted({run.config["batch"] for run in mine})),
                         **{f"of_ppo_{k}": best["eval_return_mean"] / m for k, (m, _) in ref.items()})
         verdict[env] = best
         lines.append("")
