@@ -165,8 +165,12 @@ def _wait_for_lock(path: Path, pid: int, proc, timeout=120.0) -> None:
 
 def test_two_processes_on_one_run_name(tmp_path):
     """Two real `train` processes, same --run-name: the second stops at once, naming the first."""
+    # --compile off: this test is about the run-name lock; a SIGTERM that lands in the first torch.compile
+    # can still take over 120 s to exit on a loaded 2-core machine (a known bug, issue 12's note), which made
+    # this test flaky in CI
     argv = [sys.executable, "-m", "ppo_control", *cli_tiny(tmp_path, "--run-name", "same", "--total-steps",
-                                                           "100000000", "--checkpoint-every", "1000")]
+                                                           "100000000", "--checkpoint-every", "1000",
+                                                           "--compile", "off")]
     first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         run = tmp_path / "same"
