@@ -17,9 +17,10 @@
 #   results/grpo_falling_pilot/ENV.{md,csv,png}  the horizon/gamma settings of benchmarks/grpo_falling_pilot.sh
 #       beside setting A (H 32, gamma 0.95)
 set -eu
+short() { echo "$1" | tr 'A-Z' 'a-z' | sed 's/-v5//'; }  # HalfCheetah-v5 -> halfcheetah (file names)
 mkdir -p results/grpo_1m
 for env in HalfCheetah-v5 Hopper-v5 Walker2d-v5 Ant-v5; do
-  low=$(echo "$env" | tr 'A-Z' 'a-z' | sed 's/-v5//')
+  low=$(short "$env")
   grpo=$(ls -d results/runs/grpo_1m/${env}__* results/runs/grpo_falling_pilot/${env}__horizon=256__* \
              results/runs/grpo_falling_pilot/${env}__horizon=512__* 2>/dev/null || true)
   [ -n "$grpo" ] || continue
@@ -40,7 +41,7 @@ python benchmarks/grpo_targets.py --out results/grpo_1m/targets
 mkdir -p results/grpo_falling_pilot
 python benchmarks/grpo_diagnostics.py results/runs/grpo_falling_pilot > results/grpo_falling_pilot/diagnostics.md
 for env in Hopper-v5 Walker2d-v5 Ant-v5 HalfCheetah-v5; do
-  low=$(echo "$env" | tr 'A-Z' 'a-z' | sed 's/-v5//')
+  low=$(short "$env")
   runs=$(ls -d results/runs/grpo_falling_pilot/${env}__* results/runs/grpo_1m/${env}__start_state=visited__crn=false__horizon=32__s* \
          2>/dev/null || true)
   [ -n "$runs" ] || continue
@@ -50,7 +51,7 @@ done
 # 10M steps (benchmarks/grpo_10m.sh, chunked): GRPO against PPO's tuned preset, per env step and per second,
 # one figure per task (the group-by has no env id, so never mix tasks in one plot)
 for env in HalfCheetah-v5 Hopper-v5 Walker2d-v5 Ant-v5; do
-  low=$(echo "$env" | tr 'A-Z' 'a-z' | sed 's/-v5//')
+  low=$(short "$env")
   runs10=$(ls -d results/runs/grpo_10m/*/${env}__* 2>/dev/null || true)
   [ -n "$runs10" ] || continue
   mkdir -p results/grpo_10m
@@ -66,7 +67,7 @@ if [ -d results/runs/grpo_factorial ]; then
   # taken on to more seeds and to Walker2d/Ant), eval against env steps and wall time beside PPO's fast
   # and tuned presets
   for env in HalfCheetah-v5 Hopper-v5 Walker2d-v5 Ant-v5; do
-    low=$(echo "$env" | tr 'A-Z' 'a-z' | sed 's/-v5//')
+    low=$(short "$env")
     cells=$(ls -d results/runs/grpo_factorial/${env}__*crn=false__grpo_advantage=per_step__*__s* 2>/dev/null \
             | sed 's/__s[0-9]*$//' | sort | uniq -c | awk '$1 >= 3 {print $2}')
     [ -n "$cells" ] || continue
