@@ -214,3 +214,32 @@ def test_a_repeated_stop_signal_is_the_same_stop_until_the_window_passes(monkeyp
     with tr.stop_signals_as_interrupt():  # a new outermost use starts a new stop
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGTERM)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped interrupt, on purpose
+def test_a_stop_swallowed_by_a_finaliser_still_stops_at_the_next_iteration(tiny, tmp_path, monkeypatch):
+    """Python raises a signal's KeyboardInterrupt in whatever runs at that instant; inside a finaliser
+    (run by the GC, e.g. during torch.compile) it is printed and dropped. The run must stop anyway, at
+    the next iteration boundary, with its checkpoint; without the check it trained on to the end."""
+    import gc
+    import os
+    import signal
+    real, calls = train_mod._iteration, {"n": 0}
+
+    class StopsInDel:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler raises here, and Python drops it
+
+    def iteration(ts):
+        calls["n"] += 1
+        out = real(ts)
+        if calls["n"] == 2:
+            StopsInDel()
+            gc.collect()
+        return out
+    monkeypatch.setattr(train_mod, "_iteration", iteration)
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny(run_name="lost", total_steps=1024))  # 8 iterations if nothing stopped it
+    assert calls["n"] == 2
+    assert [r["iteration"] for r in read_jsonl(tmp_path / "lost" / "metrics.jsonl")] == [1, 2]
+    assert load_checkpoint(tmp_path / "lost")["iteration"] == 2
