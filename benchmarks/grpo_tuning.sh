@@ -6,24 +6,52 @@
 # no KL term), whose runs in results/runs/grpo_factorial are the baseline. HalfCheetah because that
 # cell is the cheapest one of the ablation (about 2.3 min per 1M-step run with two at a time).
 # Resumable: run it again and finished runs are skipped, interrupted ones resume.
+# ENV picks the task and so the base cell, each task's best of the ablation / experiment 2
+# (results/grpo_factorial/reading.md): HalfCheetah-v5 (default) reset H 256 / 0.995; Hopper-v5 and
+# Walker2d-v5 visited H 512 / 0.998; Ant-v5 visited H 256 / 0.995. Runs go to
+# results/runs/grpo_tuning/CHANGE/ENV__sSEED beside the other tasks' runs of that change.
 #   bash benchmarks/grpo_tuning.sh CHANGE SEEDS...        e.g. bash benchmarks/grpo_tuning.sh kl0.01 1 2 3 4 5
 # CHANGE is one of:
 #   kl0.01    k3 KL penalty to the initial policy, beta 0.01
 #   lr1e-4    learning rate 1e-4 instead of 3e-4
 #   g16       16 members per group instead of 8 (4 groups per round instead of 8)
 #   epochs4   4 passes over each batch instead of 10
+#   lr1e-3    learning rate 1e-3 (tuned PPO's); the other way: the cell's approx_kl is ~0.005 and
+#             clipfrac ~0.06 per update, an update moves the policy little and only 62 of them fit in 1M
+#   lr6e-4    learning rate 6e-4, between the two
+#   gamma0.99 discount 0.99 instead of 0.995 (same H 256): a per-step reward-to-go sums fewer steps of
+#   gamma0.95 action noise, so the advantage of one action is less drowned (0.95: ~20 steps, like GAE's)
+#   advbatch  --grpo-adv-scale batch: group-centred advantages divided by one RMS per round, not by
+#             each group's std at each step (which gives a step where members barely differ unit spread)
+# Changes join with + (lr1e-3+gamma0.99); the later flag wins where two set the same option.
 # WORKERS (default 2) runs that many seeds at a time. Report: bash benchmarks/grpo_report.sh
 set -euo pipefail
 change=$1; shift
-case $change in
-  kl0.01)  flags=(--kl-coef 0.01) ;;
-  lr1e-4)  flags=(--lr 1e-4) ;;
-  g16)     flags=(--group-size 16) ;;
-  epochs4) flags=(--update-epochs 4) ;;
-  *) echo "unknown change '$change': use kl0.01, lr1e-4, g16 or epochs4" >&2; exit 2 ;;
-esac
+flags=()
+IFS=+ read -ra parts <<< "$change"
+for part in "${parts[@]}"; do
+  case $part in
+    kl0.01)    flags+=(--kl-coef 0.01) ;;
+    lr1e-4)    flags+=(--lr 1e-4) ;;
+    lr6e-4)    flags+=(--lr 6e-4) ;;
+    lr1e-3)    flags+=(--lr 1e-3) ;;
+    g16)       flags+=(--group-size 16) ;;
+    epochs4)   flags+=(--update-epochs 4) ;;
+    gamma0.99) flags+=(--gamma 0.99) ;;
+    gamma0.95) flags+=(--gamma 0.95) ;;
+    advbatch)  flags+=(--grpo-adv-scale batch) ;;
+    *) echo "unknown change '$part': use kl0.01, lr1e-4, lr6e-4, lr1e-3, g16, epochs4, gamma0.99, gamma0.95 or advbatch," \
+            "or several joined by + (e.g. lr1e-3+gamma0.99)" >&2; exit 2 ;;
+  esac
+done
 [ $# -gt 0 ] || { echo "give the seeds, e.g. bash benchmarks/grpo_tuning.sh $change 1 2 3 4 5" >&2; exit 2; }
-ppo-control sweep --env-id HalfCheetah-v5 --algo grpo --start-state reset --grpo-advantage per_step \
-    --horizon 256 --gamma 0.995 --group-size 8 --num-envs 64 --init-log-std -0.5 --total-steps 1000000 \
+env=${ENV:-HalfCheetah-v5}
+case $env in
+  HalfCheetah-v5)          base=(--start-state reset --horizon 256 --gamma 0.995) ;;
+  Hopper-v5|Walker2d-v5)   base=(--start-state visited --horizon 512 --gamma 0.998) ;;
+  Ant-v5)                  base=(--start-state visited --horizon 256 --gamma 0.995) ;;
+  *) echo "ENV=$env has no base cell: use HalfCheetah-v5, Hopper-v5, Walker2d-v5 or Ant-v5" >&2; exit 2 ;;
+esac
+ppo-control sweep --env-id "$env" --algo grpo "${base[@]}" --grpo-advantage per_step --group-size 8 --num-envs 64 --init-log-std -0.5 --total-steps 1000000 \
     --eval-interval 50000 --seeds "$@" --workers "${WORKERS:-2}" --no-report --no-progress \
     "${flags[@]}" --out-dir "results/runs/grpo_tuning/$change"

@@ -48,7 +48,7 @@ def discounted_returns(rewards: torch.Tensor, dones: torch.Tensor, gamma: float)
 
 def group_relative(rewards: torch.Tensor, alive: torch.Tensor, group_size: int, gamma: float = 1.0,
                    mode: str = "outcome", leave_one_out: bool = False, eps: float = 1e-8,
-                   zero_threshold: float = 1e-6):
+                   zero_threshold: float = 1e-6, scale: str = "group"):
     """Group-relative advantages for G rollouts per group that share a start state.
 
     Args:
@@ -61,6 +61,12 @@ def group_relative(rewards: torch.Tensor, alive: torch.Tensor, group_size: int, 
             ``per_step`` -> at each t the member's discounted reward-to-go normalised
             over the members of its group still alive at t.
         leave_one_out: baseline is the mean of the *other* members of the group.
+        scale: ``group`` divides each centred value by the std of its group (at its t for
+            ``per_step``), so every group and step gets unit spread however little its members'
+            returns differ; ``batch`` divides them all by one root-mean-square of the centred
+            values over every member step of the call, so the spread keeps its size (a step where
+            members barely differ, e.g. late in a long rollout or far from a fall, carries a small
+            advantage; Liu et al. 2025, "Dr. GRPO", on the bias of per-group std).
 
     Statistics are taken along the group axis only.  Where the spread is below
     ``zero_threshold`` (or fewer than 2 members are alive) the advantage is 0.
@@ -76,18 +82,20 @@ def group_relative(rewards: torch.Tensor, alive: torch.Tensor, group_size: int, 
     ret = rtg[0].reshape(K, G)  # whole-rollout discounted return per member
     zero = ret.std(dim=1, unbiased=False) < zero_threshold
     if mode == "outcome":
-        a = _normalise_groups(ret, torch.ones_like(ret), leave_one_out, eps, zero_threshold)  # [K, G]
+        a = _normalise_groups(ret, torch.ones_like(ret), leave_one_out, eps, zero_threshold, scale)  # [K, G]
         adv = a.reshape(1, N) * m
     elif mode == "per_step":
-        a = _normalise_groups(rtg.reshape(T, K, G), m.reshape(T, K, G), leave_one_out, eps, zero_threshold)
+        a = _normalise_groups(rtg.reshape(T, K, G), m.reshape(T, K, G), leave_one_out, eps, zero_threshold, scale)
         adv = a.reshape(T, N) * m
     else:
         raise ValueError(f"unknown group advantage mode {mode!r}; use outcome or per_step")
     return adv, ret, zero
 
 
-def _normalise_groups(x: torch.Tensor, m: torch.Tensor, leave_one_out: bool, eps: float, thr: float):
-    """x, m ``[..., G]`` (m = membership weights 0/1) -> normalised along the last axis."""
+def _normalise_groups(x: torch.Tensor, m: torch.Tensor, leave_one_out: bool, eps: float, thr: float,
+                      scale: str = "group"):
+    """x, m ``[..., G]`` (m = membership weights 0/1) -> centred along the last axis, divided by the
+    std along it (``scale="group"``) or by one RMS of the centred values over all of ``x`` (``"batch"``)."""
     n = m.sum(-1, keepdim=True)
     mean = (x * m).sum(-1, keepdim=True) / n.clamp(min=1)
     std = (((x - mean) ** 2 * m).sum(-1, keepdim=True) / n.clamp(min=1)).sqrt()
@@ -96,7 +104,13 @@ def _normalise_groups(x: torch.Tensor, m: torch.Tensor, leave_one_out: bool, eps
     else:
         base = mean
     ok = (n >= 2) & (std >= thr)
-    return torch.where(ok, (x - base) / (std + eps), torch.zeros_like(x)) * m
+    centred = torch.where(ok, x - base, torch.zeros_like(x)) * m
+    if scale == "group":
+        return torch.where(ok, centred / (std + eps), torch.zeros_like(x))
+    if scale == "batch":
+        rms = ((centred ** 2).sum() / m.sum().clamp(min=1)).sqrt()
+        return centred / (rms + eps)
+    raise ValueError(f"unknown group advantage scale {scale!r}; use group or batch")
 
 
 def _groups(N: int, group_size: int):

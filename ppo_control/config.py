@@ -108,6 +108,10 @@ class Config:
     grpo_advantage: str = _f("outcome", "GRPO advantage: outcome (whole-rollout return) or per_step (reward-to-go)",
                              choices=("outcome", "per_step"))
     leave_one_out: bool = _f(False, "GRPO: baseline is the mean of the other members (ablation)")
+    grpo_adv_scale: str = _f("group", "GRPO: divide each group-centred advantage by the std of its group (at its "
+                                      "time step for per_step): group; or by one RMS over the round's trained "
+                                      "steps: batch, so steps whose returns barely differ keep small advantages",
+                             choices=("group", "batch"))
     kl_coef: float = _f(0.0, "GRPO: beta of the k3 KL penalty to the reference policy (0 = off)")
     ref_update_every: int = _f(0, "GRPO: refresh the reference policy every K iterations (0 = keep the initial)")
     zero_signal_threshold: float = _f(1e-6, "GRPO: groups with return std below this count as zero-signal")

@@ -114,7 +114,8 @@ def _round(ts, K: int, H: int):
         _advance_trunks(ts, K, gr)
     b = gr.batch
     b.advantages, group_ret, zero = group_relative(b.rewards, b.mask, G, cfg.gamma, cfg.grpo_advantage,
-                                                   cfg.leave_one_out, zero_threshold=cfg.zero_signal_threshold)
+                                                   cfg.leave_one_out, zero_threshold=cfg.zero_signal_threshold,
+                                                   scale=cfg.grpo_adv_scale)
     gstd = group_ret.std(dim=1, unbiased=False)
     trained_len = torch.from_numpy(gr.lengths).to(b.rewards)
     if cfg.grpo_train_steps == "branch":

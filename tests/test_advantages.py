@@ -101,3 +101,37 @@ def test_leave_one_out_baseline():
 def test_group_relative_rejects_partial_groups():
     with pytest.raises(ValueError, match="multiple of group_size"):
         group_relative(torch.zeros(2, 5), torch.ones(2, 5, dtype=torch.bool), group_size=2)
+
+
+def test_batch_scale_keeps_each_groups_spread_and_divides_by_one_rms():
+    # two groups of 2, outcome: returns (0, 2) and (10, 30) -> centred (-1, 1), (-10, 10);
+    # RMS over the four = sqrt((1 + 1 + 100 + 100) / 4) = sqrt(50.5); "group" gives +-1 in both
+    rew = torch.tensor([[0.0, 2.0, 10.0, 30.0]])
+    alive = torch.ones_like(rew, dtype=torch.bool)
+    adv, _, _ = group_relative(rew, alive, group_size=2, scale="batch")
+    r = 50.5 ** 0.5
+    assert adv[0].tolist() == pytest.approx([-1 / r, 1 / r, -10 / r, 10 / r], abs=1e-6)
+    assert group_relative(rew, alive, group_size=2)[0][0].tolist() == pytest.approx([-1.0, 1.0, -1.0, 1.0])
+
+
+def test_batch_scale_per_step_uses_one_rms_over_the_alive_member_steps():
+    # one group of 3, gamma 1: reward-to-go t=0: 6, 3, 2 (mean 11/3); t=1: 5, 3 (mean 4), third member done;
+    # t=2: one member alive -> 0 (and it counts in the RMS as a trained step with advantage 0)
+    rew = torch.tensor([[1.0, 0.0, 2.0], [1.0, 3.0, 0.0], [4.0, 0.0, 0.0]])
+    alive = torch.tensor([[True, True, True], [True, True, False], [True, False, False]])
+    adv, _, _ = group_relative(rew, alive, group_size=3, gamma=1.0, mode="per_step", scale="batch")
+    c0 = [6 - 11 / 3, 3 - 11 / 3, 2 - 11 / 3]
+    rms = ((sum(c * c for c in c0) + 1 + 1 + 0) / 6) ** 0.5  # 6 alive steps
+    assert adv[0].tolist() == pytest.approx([c / rms for c in c0], abs=1e-6)
+    assert adv[1].tolist() == pytest.approx([1 / rms, -1 / rms, 0.0], abs=1e-6)
+    assert adv[2].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_batch_scale_zero_spread_group_stays_zero():
+    rew = torch.tensor([[5.0, 5.0, 1.0, 3.0]])
+    adv, _, zero = group_relative(rew, torch.ones_like(rew, dtype=torch.bool), group_size=2, scale="batch")
+    # centred (0, 0), (-1, 1): RMS over four = sqrt(2 / 4)
+    assert adv[0].tolist() == pytest.approx([0.0, 0.0, -(2 ** 0.5), 2 ** 0.5])
+    assert zero.tolist() == [True, False]
+    with pytest.raises(ValueError, match="use group or batch"):
+        group_relative(rew, torch.ones_like(rew, dtype=torch.bool), group_size=2, scale="huh")
