@@ -12,7 +12,7 @@
 #   results/grpo_factorial/factorial.{md,csv,png}  experiment 1: start x CRN x advantage x horizon (HalfCheetah, Hopper)
 #   results/grpo_factorial/ENV_eval{,_time}.{md,csv,png}  the ablation's cells taken on to >= 3 seeds (and to
 #       Walker2d/Ant) against PPO's fast and tuned presets, per env step and per second
-#   results/grpo_tuning/halfcheetah.{md,csv,png}  one change at a time from the best HalfCheetah cell
+#   results/grpo_tuning/ENV.{md,csv,png}  changes from each task's base cell (HalfCheetah, Walker2d, Hopper)
 #   results/grpo_10m/ENV{,_time}.{md,csv,png}  10M steps, GRPO against the tuned PPO preset
 #   results/grpo_falling_pilot/ENV.{md,csv,png}  the horizon/gamma settings of benchmarks/grpo_falling_pilot.sh
 #       beside setting A (H 32, gamma 0.95)
@@ -81,13 +81,23 @@ if [ -d results/runs/grpo_factorial ]; then
         --curve eval/return --metric eval_return --x time --out results/grpo_factorial/${low}_eval_time.png
   done
 fi
-# the tuning step after the ablation (benchmarks/grpo_tuning.sh): one change at a time (KL beta, lr, G, epochs)
-# from HalfCheetah's best cell, beside that cell's own seeds 1-5
-base=results/runs/grpo_factorial/HalfCheetah-v5__start_state=reset__crn=false__grpo_advantage=per_step__horizon=256__gamma=0.995
-tuning=$(ls -d results/runs/grpo_tuning/*/HalfCheetah-v5__s* 2>/dev/null || true)
-if [ -n "$tuning" ]; then
+# the tuning step after the ablation (benchmarks/grpo_tuning.sh): changes (KL beta, lr, G, epochs, gamma,
+# advantage scale, and combinations) from each task's base cell, beside that cell's own runs: HalfCheetah's
+# reset H 256 cell (10 seeds of the ablation), Walker2d's and Hopper's visited H 512 runs (falling pilot;
+# Hopper also the ablation's 5)
+tuning_base() {
+  case $1 in
+    HalfCheetah-v5) ls -d results/runs/grpo_factorial/HalfCheetah-v5__start_state=reset__crn=false__grpo_advantage=per_step__horizon=256__gamma=0.995__s* ;;
+    Walker2d-v5) ls -d results/runs/grpo_falling_pilot/Walker2d-v5__horizon=512__gamma=0.998__s* ;;
+    Hopper-v5) ls -d results/runs/grpo_falling_pilot/Hopper-v5__horizon=512__gamma=0.998__s* \
+                     results/runs/grpo_factorial/Hopper-v5__start_state=visited__crn=false__grpo_advantage=per_step__horizon=512__gamma=0.998__s* ;;
+  esac
+}
+for env in HalfCheetah-v5 Walker2d-v5 Hopper-v5; do
+  tuning=$(ls -d results/runs/grpo_tuning/*/${env}__s* 2>/dev/null || true)
+  [ -n "$tuning" ] || continue
   mkdir -p results/grpo_tuning
-  ppo-control plot $(for s in 1 2 3 4 5; do echo ${base}__s$s; done) $tuning \
-      --group-by kl_coef lr group_size update_epochs --curve eval/return --metric eval_return \
-      --out results/grpo_tuning/halfcheetah.png
-fi
+  ppo-control plot $(tuning_base $env) $tuning \
+      --group-by kl_coef lr group_size update_epochs gamma grpo_adv_scale --curve eval/return --metric eval_return \
+      --out results/grpo_tuning/$(short $env).png
+done

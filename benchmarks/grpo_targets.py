@@ -3,8 +3,8 @@ against PPO's default and tuned presets, at equal env steps.
 
     python benchmarks/grpo_targets.py [--out results/grpo_1m/targets]
 
-No training: reads the committed run directories (GRPO: results/runs/grpo_1m and
-results/runs/grpo_falling_pilot; PPO default: results/runs/mujoco_suite/ppo_default; PPO tuned: each
+No training: reads the committed run directories (GRPO: results/runs/grpo_1m,
+results/runs/grpo_falling_pilot and the tuning step's results/runs/grpo_tuning/CHANGE; PPO default: results/runs/mujoco_suite/ppo_default; PPO tuned: each
 task's runs of its current row, as benchmarks/tuned_report.py reads them), plus the cells of the ablation
 (results/runs/grpo_factorial) that have at least FACTORIAL_MIN_SEEDS seeds (its one-seed screen is in
 results/grpo_factorial/factorial.md). A setting is also keyed by its batch (the run family it came from):
@@ -32,15 +32,23 @@ from ppo_control.experiments.aggregate import (load_runs, markdown_table, proven
 
 R = Path("results/runs")
 TASKS = ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5"]
-GRPO_KEYS = ["start_state", "crn", "grpo_train_steps", "grpo_advantage", "horizon", "gamma", "batch"]
+GRPO_KEYS = ["start_state", "crn", "grpo_train_steps", "grpo_advantage", "horizon", "gamma", "grpo_adv_scale", "lr",
+             "update_epochs", "group_size", "kl_coef", "batch"]
 BATCHES = ("grpo_1m", "grpo_falling_pilot", "grpo_factorial")
+TUNING = "grpo_tuning"  # benchmarks/grpo_tuning.sh: results/runs/grpo_tuning/CHANGE/ENV__sSEED
 FACTORIAL_MIN_SEEDS = 3
 POOL_KEYS = [k for k in GRPO_KEYS if k != "batch"]  # the targets' verdict: identical flags, every batch
 MIN_SEEDS = 5  # the house rule for a claim
 
 
 def grpo_dirs(env: str) -> list:
-    return sorted(d for base in BATCHES for d in (R / base).glob(f"{env}__*") if d.is_dir())
+    return sorted(d for pattern in [f"{b}/{env}__*" for b in BATCHES] + [f"{TUNING}/*/{env}__*"]
+                  for d in R.glob(pattern) if d.is_dir())
+
+
+def batch_of(run) -> str:
+    """The run family: the batch folder under results/runs (grpo_tuning for every change of that script)."""
+    return TUNING if run.path.parent.parent.name == TUNING else run.path.parent.name
 
 
 def ppo_dirs(env: str) -> dict:
@@ -51,8 +59,15 @@ def ppo_dirs(env: str) -> dict:
 
 def members(runs, row: dict, keys) -> list:
     """The finished runs of a summary row: those whose config matches the row on ``keys``."""
-    return [run for run in runs if run.status == "finished" and
-            all(str(run.config.get(f)).lower() == str(row[f]).lower() for f in keys)]
+    return [run for run in runs if run.status == "finished" and all(_same(run.config.get(f), row[f]) for f in keys)]
+
+
+def _same(a, b) -> bool:
+    """Config value against a summary row's value (numbers as numbers: kl_coef 0.0 is the row's 0)."""
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a).lower() == str(b).lower()
 
 
 def first_eval_mean(runs) -> float:
@@ -75,13 +90,14 @@ def main(argv=None):
         if not grpo:
             continue
         for run in grpo:
-            run.config["batch"] = run.path.parent.name
+            run.config["batch"] = batch_of(run)
         ppo = {k: summarize(load_runs(v, curve_key="eval/return"), ["env_id"]) for k, v in ppo_dirs(env).items() if v}
         ref = {k: (rows[0]["eval_return_mean"], rows[0]["n_finished"]) for k, rows in ppo.items() if rows}
         seeds |= {int(r.config["seed"]) for r in grpo}
         rows = sorted(summarize(grpo, GRPO_KEYS), key=lambda r: -r["eval_return_mean"]
                       if math.isfinite(r["eval_return_mean"]) else math.inf)
-        rows = [r for r in rows if r["batch"] != "grpo_factorial" or r["n_finished"] >= FACTORIAL_MIN_SEEDS]
+        # the screen's one-seed cells and the tuning pilots' two-seed changes have their own tables
+        rows = [r for r in rows if r["batch"] not in ("grpo_factorial", TUNING) or r["n_finished"] >= FACTORIAL_MIN_SEEDS]
         lines += [f"### {env}", "",
                   "| GRPO setting | seeds | final eval [95% CI] | first eval | of PPO default | of PPO tuned | "
                   "wall / run | updates / run |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -130,8 +146,8 @@ def main(argv=None):
               "1M steps (default: `results/runs/mujoco_suite/ppo_default`; tuned: each task's runs of its current "
               "row, `benchmarks/tuned_report.py` SOURCES). GRPO runs: `bash benchmarks/grpo_1m.sh` and its "
               "siblings (results/grpo_1m/reading.md), `bash benchmarks/grpo_falling_pilot.sh` (horizon/gamma "
-              "settings) and `bash benchmarks/grpo_factorial.sh` (the ablation's cells with at least "
-              f"{FACTORIAL_MIN_SEEDS} seeds; batch = the run family); each run's config.json records the command that made it. Updates / run = iterations "
+              "settings), `bash benchmarks/grpo_factorial.sh` and `bash benchmarks/grpo_tuning.sh` (the ablation's cells "
+              f"and the tuning step's changes with at least {FACTORIAL_MIN_SEEDS} seeds; batch = the run family); each run's config.json records the command that made it. Updates / run = iterations "
               "(one policy update each). Wall time: 2 shared cores, two runs at a time, not a speed measurement."]
     prov = provenance(["python"] + sys.argv, sorted(seeds))
     md_path, _ = write_tables(all_rows, a.out, prov)
