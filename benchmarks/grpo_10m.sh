@@ -8,7 +8,8 @@
 # SETTINGS lists what runs per env and seed: grpo:H:GAMMA (visited starts, per-step advantages, G 8,
 # 64 envs, init log-std -0.5: setting A of results/grpo_1m/reading.md with horizon H and discount GAMMA),
 # grpo:START:H:GAMMA (the same from START = reset | visited | branch starts; the run name then carries
-# start_state), and ppo (the tuned preset). Default: HalfCheetah's first GRPO setting (visited H 32 /
+# start_state), grpo:START:H:GAMMA:SCALE (the same with --grpo-adv-scale SCALE, group or batch; the run
+# name then carries grpo_adv_scale), and ppo (the tuned preset). Default: HalfCheetah's first GRPO setting (visited H 32 /
 # 0.95) and PPO; the ablation's best HalfCheetah cell is grpo:reset:256:0.995
 # (results/grpo_factorial/reading.md).
 # Checkpoints are git-ignored: to go on in another checkout, commit each unfinished run's checkpoint.pt
@@ -34,10 +35,11 @@ for seed in ${SEEDS:-1 2 3 4 5}; do
       if [ "$setting" = ppo ]; then
         args="--preset tuned $COMMON --out-dir $OUT/ppo_tuned"
       else
-        IFS=: read -r _ a b c <<< "$setting"
+        IFS=: read -r _ a b c d <<< "$setting"
         if [ -n "$c" ]; then start="--grid start_state=$a"; h=$b; g=$c
         else start="--start-state visited"; h=$a; g=$b; fi
-        args="$GRPO $COMMON --out-dir $OUT/grpo $start --grid horizon=$h --grid gamma=$g"
+        scale=""; [ -z "$d" ] || scale="--grid grpo_adv_scale=$d"
+        args="$GRPO $COMMON --out-dir $OUT/grpo $start --grid horizon=$h --grid gamma=$g $scale"
       fi
       rc=0
       timeout -s TERM -k 300 $left ppo-control sweep --env-id $env --seeds $seed $args || rc=$?
