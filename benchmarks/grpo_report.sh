@@ -55,9 +55,9 @@ for env in HalfCheetah-v5 Hopper-v5 Walker2d-v5 Ant-v5; do
   runs10=$(ls -d results/runs/grpo_10m/*/${env}__* 2>/dev/null || true)
   [ -n "$runs10" ] || continue
   mkdir -p results/grpo_10m
-  ppo-control plot $runs10 --group-by algo preset horizon gamma --curve eval/return --metric eval_return \
+  ppo-control plot $runs10 --group-by algo preset start_state horizon gamma grpo_adv_scale --curve eval/return --metric eval_return \
       --out results/grpo_10m/${low}.png
-  ppo-control plot $runs10 --group-by algo preset horizon gamma --curve eval/return --metric eval_return \
+  ppo-control plot $runs10 --group-by algo preset start_state horizon gamma grpo_adv_scale --curve eval/return --metric eval_return \
       --x time --out results/grpo_10m/${low}_time.png
 done
 # experiment 1, the ablation (benchmarks/grpo_factorial.sh): cells x horizon, main effects, diagnostics, figure
