@@ -12,7 +12,8 @@
 #   results/grpo_factorial/factorial.{md,csv,png}  experiment 1: start x CRN x advantage x horizon (HalfCheetah, Hopper)
 #   results/grpo_factorial/ENV_eval{,_time}.{md,csv,png}  the ablation's cells taken on to >= 3 seeds (and to
 #       Walker2d/Ant) against PPO's fast and tuned presets, per env step and per second
-#   results/grpo_tuning/ENV.{md,csv,png}  changes from each task's base cell (HalfCheetah, Walker2d, Hopper)
+#   results/grpo_tuning/ENV.{md,csv,png}  changes from each task's base cell (HalfCheetah, Walker2d, Hopper;
+#       HalfCheetah's second round, lr / gamma / advantage scale, in halfcheetah_round2.*)
 #   results/grpo_10m/ENV{,_time}.{md,csv,png}  10M steps, GRPO against the tuned PPO preset
 #   results/grpo_falling_pilot/ENV.{md,csv,png}  the horizon/gamma settings of benchmarks/grpo_falling_pilot.sh
 #       beside setting A (H 32, gamma 0.95)
@@ -93,11 +94,24 @@ tuning_base() {
                      results/runs/grpo_factorial/Hopper-v5__start_state=visited__crn=false__grpo_advantage=per_step__horizon=512__gamma=0.998__s* ;;
   esac
 }
+# HalfCheetah's two rounds get a figure each (twelve curves in one repeat the palette's colours)
+ROUND1="kl0.01 lr1e-4 g16 epochs4"
+tuning_runs() {  # ENV ROUND: the runs of that round's changes (round 2 = every change not in round 1)
+  for d in results/runs/grpo_tuning/*/; do
+    c=$(basename "$d"); in1=no
+    for r in $ROUND1; do [ "$c" = "$r" ] && in1=yes; done
+    { [ "$2" = 1 ] && [ $in1 = yes ]; } || { [ "$2" = 2 ] && [ $in1 = no ]; } || continue
+    ls -d "$d$1"__s* 2>/dev/null || true
+  done
+}
 for env in HalfCheetah-v5 Walker2d-v5 Hopper-v5; do
-  tuning=$(ls -d results/runs/grpo_tuning/*/${env}__s* 2>/dev/null || true)
-  [ -n "$tuning" ] || continue
-  mkdir -p results/grpo_tuning
-  ppo-control plot $(tuning_base $env) $tuning \
-      --group-by kl_coef lr group_size update_epochs gamma grpo_adv_scale --curve eval/return --metric eval_return \
-      --out results/grpo_tuning/$(short $env).png
+  for round in 1 2; do
+    tuning=$(tuning_runs $env $round)
+    [ -n "$tuning" ] || continue
+    name=$(short $env); [ $round = 1 ] || [ $env != HalfCheetah-v5 ] || name=${name}_round2
+    mkdir -p results/grpo_tuning
+    ppo-control plot $(tuning_base $env) $tuning \
+        --group-by kl_coef lr group_size update_epochs gamma grpo_adv_scale --curve eval/return --metric eval_return \
+        --out results/grpo_tuning/$name.png
+  done
 done
