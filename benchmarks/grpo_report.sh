@@ -94,21 +94,23 @@ tuning_base() {
                      results/runs/grpo_factorial/Hopper-v5__start_state=visited__crn=false__grpo_advantage=per_step__horizon=512__gamma=0.998__s* ;;
   esac
 }
-# HalfCheetah's two rounds get a figure each (twelve curves in one repeat the palette's colours)
-ROUND1="kl0.01 lr1e-4 g16 epochs4"
-tuning_runs() {  # ENV ROUND: the runs of that round's changes (round 2 = every change not in round 1)
+# the first round's changes; every other change is the second round's. A task with runs of both rounds
+# gets a figure for each (twelve curves in one repeat the palette's colours): ENV and ENV_round2
+ROUND1=" kl0.01 lr1e-4 g16 epochs4 "
+tuning_runs() {  # ENV ROUND -> the run dirs of that round's changes on ENV
   for d in results/runs/grpo_tuning/*/; do
-    c=$(basename "$d"); in1=no
-    for r in $ROUND1; do [ "$c" = "$r" ] && in1=yes; done
-    { [ "$2" = 1 ] && [ $in1 = yes ]; } || { [ "$2" = 2 ] && [ $in1 = no ]; } || continue
+    case $ROUND1 in *" $(basename "$d") "*) r=1 ;; *) r=2 ;; esac
+    [ "$r" = "$2" ] || continue
     ls -d "$d$1"__s* 2>/dev/null || true
   done
 }
 for env in HalfCheetah-v5 Walker2d-v5 Hopper-v5; do
+  first=$(tuning_runs $env 1)
   for round in 1 2; do
     tuning=$(tuning_runs $env $round)
     [ -n "$tuning" ] || continue
-    name=$(short $env); [ $round = 1 ] || [ $env != HalfCheetah-v5 ] || name=${name}_round2
+    name=$(short $env)
+    if [ $round = 2 ] && [ -n "$first" ]; then name=${name}_round2; fi
     mkdir -p results/grpo_tuning
     ppo-control plot $(tuning_base $env) $tuning \
         --group-by kl_coef lr group_size update_epochs gamma grpo_adv_scale --curve eval/return --metric eval_return \

@@ -40,8 +40,8 @@ for part in "${parts[@]}"; do
     gamma0.99) flags+=(--gamma 0.99) ;;
     gamma0.95) flags+=(--gamma 0.95) ;;
     advbatch)  flags+=(--grpo-adv-scale batch) ;;
-    *) echo "unknown change '$part': use kl0.01, lr1e-4, lr6e-4, lr1e-3, g16, epochs4, gamma0.99, gamma0.95 or advbatch," \
-            "or several joined by + (e.g. lr1e-3+gamma0.99)" >&2; exit 2 ;;
+    *) echo "unknown change '$part': use one listed at the top of benchmarks/grpo_tuning.sh, or several" \
+            "joined by + (e.g. lr1e-3+gamma0.99)" >&2; exit 2 ;;
   esac
 done
 [ $# -gt 0 ] || { echo "give the seeds, e.g. bash benchmarks/grpo_tuning.sh $change 1 2 3 4 5" >&2; exit 2; }
@@ -52,6 +52,6 @@ case $env in
   Ant-v5)                  base=(--start-state visited --horizon 256 --gamma 0.995) ;;
   *) echo "ENV=$env has no base cell: use HalfCheetah-v5, Hopper-v5, Walker2d-v5 or Ant-v5" >&2; exit 2 ;;
 esac
-ppo-control sweep --env-id "$env" --algo grpo "${base[@]}" --grpo-advantage per_step --group-size 8 --num-envs 64 --init-log-std -0.5 --total-steps 1000000 \
-    --eval-interval 50000 --seeds "$@" --workers "${WORKERS:-2}" --no-report --no-progress \
+ppo-control sweep --env-id "$env" --algo grpo "${base[@]}" --grpo-advantage per_step --group-size 8 --num-envs 64 \
+    --init-log-std -0.5 --total-steps 1000000 --eval-interval 50000 --seeds "$@" --workers "${WORKERS:-2}" --no-report --no-progress \
     "${flags[@]}" --out-dir "results/runs/grpo_tuning/$change"

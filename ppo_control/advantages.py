@@ -96,6 +96,8 @@ def _normalise_groups(x: torch.Tensor, m: torch.Tensor, leave_one_out: bool, eps
                       scale: str = "group"):
     """x, m ``[..., G]`` (m = membership weights 0/1) -> centred along the last axis, divided by the
     std along it (``scale="group"``) or by one RMS of the centred values over all of ``x`` (``"batch"``)."""
+    if scale not in ("group", "batch"):
+        raise ValueError(f"unknown group advantage scale {scale!r}; use group or batch")
     n = m.sum(-1, keepdim=True)
     mean = (x * m).sum(-1, keepdim=True) / n.clamp(min=1)
     std = (((x - mean) ** 2 * m).sum(-1, keepdim=True) / n.clamp(min=1)).sqrt()
@@ -106,11 +108,9 @@ def _normalise_groups(x: torch.Tensor, m: torch.Tensor, leave_one_out: bool, eps
     ok = (n >= 2) & (std >= thr)
     centred = torch.where(ok, x - base, torch.zeros_like(x)) * m
     if scale == "group":
-        return torch.where(ok, centred / (std + eps), torch.zeros_like(x))
-    if scale == "batch":
-        rms = ((centred ** 2).sum() / m.sum().clamp(min=1)).sqrt()
-        return centred / (rms + eps)
-    raise ValueError(f"unknown group advantage scale {scale!r}; use group or batch")
+        return centred / (std + eps)
+    rms = ((centred ** 2).sum() / m.sum().clamp(min=1)).sqrt()  # one for every group and step
+    return centred / (rms + eps)
 
 
 def _groups(N: int, group_size: int):
