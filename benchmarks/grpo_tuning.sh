@@ -21,6 +21,11 @@
 #   lr6e-4    learning rate 6e-4, between the two
 #   gamma0.99 discount 0.99 instead of 0.995 (same H 256): a per-step reward-to-go sums fewer steps of
 #   gamma0.95 action noise, so the advantage of one action is less drowned (0.95: ~20 steps, like GAE's)
+#   stepw     --grpo-step-weight step: every trained step weighs the same (a plain mean) instead of each
+#             member rollout summing to 1/M; on a falling task a member that falls at step 20 otherwise
+#             gives each of its steps 25 times the weight of a step of a member that lasts 512
+#   std-1     --init-log-std -1.0 (std 0.37 instead of 0.61): GRPO has no entropy term and its std hardly
+#             moves (Walker2d's base runs end at 0.56-0.61), so members of a falling task fall from noise alone
 #   advbatch  --grpo-adv-scale batch: group-centred advantages divided by one RMS per round, not by
 #             each group's std at each step (which gives a step where members barely differ unit spread)
 # Changes join with + (lr1e-3+gamma0.99); the later flag wins where two set the same option.
@@ -40,6 +45,8 @@ for part in "${parts[@]}"; do
     gamma0.99) flags+=(--gamma 0.99) ;;
     gamma0.95) flags+=(--gamma 0.95) ;;
     advbatch)  flags+=(--grpo-adv-scale batch) ;;
+    std-1)     flags+=(--init-log-std -1.0) ;;
+    stepw)     flags+=(--grpo-step-weight step) ;;
     *) echo "unknown change '$part': use one listed at the top of benchmarks/grpo_tuning.sh, or several" \
             "joined by + (e.g. lr1e-3+gamma0.99)" >&2; exit 2 ;;
   esac

@@ -118,6 +118,11 @@ class Config:
     groups_per_iter: int = _f(1, "GRPO: group rounds collected per iteration (each round = num_envs/group_size groups)")
     crn: bool = _f(False, "GRPO: common random numbers: after its own first (branch) action each member of a group "
                           "uses the group's one shared noise sequence")
+    grpo_step_weight: str = _f("rollout", "GRPO: how trained steps are weighted in the loss: rollout (each member "
+                                          "rollout sums to the same weight, 1/len per step: GRPO's per-response "
+                                          "average) or step (every trained step the same weight: a plain mean, "
+                                          "Dr. GRPO's constant normaliser; differs only where rollouts end early)",
+                               choices=("rollout", "step"))
     grpo_train_steps: str = _f("all", "GRPO: steps trained on: all (every member step) or branch (only each "
                                       "member's first action, with its rollout's outcome advantage)",
                                choices=("all", "branch"))

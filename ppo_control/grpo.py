@@ -6,6 +6,7 @@ One iteration:
                      restore each into its G member envs, roll all N = K*G envs out
                      (``crn``: one shared noise sequence per group after the branch action),
                      group-relative advantages, per-step weights 1/(M * len_i)
+                     (``grpo_step_weight=step``: 1/(trained steps), a plain mean over steps)
                      (``grpo_train_steps=branch``: only the first action of each member, weight 1/M)
     update(policy, critic=None, ...) with the same clipped/dual-clip surrogate as PPO
                      and beta * KL_k3(pi || pi_ref)
@@ -81,7 +82,7 @@ def iteration(ts) -> dict:
     cfg, G, N = ts.cfg, ts.cfg.group_size, ts.cfg.num_envs
     t0 = time.perf_counter()
     rounds = [_round(ts, N // G, _max_len(ts)) for _ in range(cfg.groups_per_iter)]
-    data = _merge([(gr.batch, trained_len) for gr, trained_len, *_ in rounds], len(rounds) * N)
+    data = _merge([(gr.batch, trained_len) for gr, trained_len, *_ in rounds], len(rounds) * N, cfg.grpo_step_weight)
     t1 = time.perf_counter()
     stats = update(ts.policy, None, ts.optimizer, data, cfg, ts.generator, norm_adv=False)
     stats["time/collect_s"], stats["time/update_s"] = t1 - t0, time.perf_counter() - t1
@@ -157,12 +158,23 @@ def _diagnostics(rounds, data: dict, G: int) -> dict:
     }
 
 
-def _merge(parts, members: int) -> dict:
-    """Flatten the rounds' trained steps; weight each step 1/(members * len_i) so every rollout counts once."""
+def _merge(parts, members: int, step_weight: str = "rollout") -> dict:
+    """Flatten the rounds' trained steps with their loss weights (summing to 1 over the batch).
+
+    ``rollout``: each step of member i weighs 1/(members * len_i), so every rollout counts once however
+    long it is (GRPO's 1/|o_i| average); ``step``: every trained step weighs 1/(trained steps), a plain
+    mean over steps, so a member that survives longer contributes more steps (Dr. GRPO's constant
+    normaliser).  The two coincide where all members have the same length (no early termination)."""
+    if step_weight not in ("rollout", "step"):
+        raise ValueError(f"unknown GRPO step weight {step_weight!r}; use rollout or step")
+    total = sum(float(b.mask.sum()) for b, _ in parts)
     out = {}
     for b, lengths in parts:
-        w = (b.mask.to(b.rewards.dtype) / lengths.clamp(min=1).unsqueeze(0)) / members
-        b.weights = w
+        m = b.mask.to(b.rewards.dtype)
+        if step_weight == "rollout":
+            b.weights = (m / lengths.clamp(min=1).unsqueeze(0)) / members
+        else:
+            b.weights = m / max(total, 1.0)
         for k, v in b.flat().items():
             if v is not None:
                 out.setdefault(k, []).append(v)

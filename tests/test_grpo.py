@@ -65,6 +65,49 @@ def test_each_rollout_weighs_the_same_whatever_its_length():
     assert w.sum().item() == pytest.approx(1.0)
 
 
+def _weight_batch(mask):
+    T, N = mask.shape
+    z = torch.zeros(T, N)
+    return Batch(obs=torch.zeros(T, N, 1), actions=torch.zeros(T, N, 1), logprobs=z.clone(), rewards=z.clone(),
+                 terminated=torch.zeros(T, N, dtype=torch.bool), truncated=torch.zeros(T, N, dtype=torch.bool),
+                 mask=mask, advantages=z.clone())
+
+
+def test_step_weighting_gives_every_trained_step_the_same_weight_across_rounds():
+    # round 1: members of 3 and 1 steps; round 2: members of 2 and 2 steps -> 8 trained steps in all
+    r1 = _weight_batch(torch.tensor([[True, True], [True, False], [True, False]]))
+    r2 = _weight_batch(torch.tensor([[True, True], [True, True]]))
+    data = grpo._merge([(r1, torch.tensor([3.0, 1.0])), (r2, torch.tensor([2.0, 2.0]))], members=4,
+                       step_weight="step")
+    assert data["weights"].tolist() == pytest.approx([1 / 8] * 8)
+    # the default on the same rounds: member 1 of round 1 (1 step) weighs 1/4, the others' steps 1/12 and 1/8
+    rollout = grpo._merge([(_weight_batch(r1.mask), torch.tensor([3.0, 1.0])),
+                           (_weight_batch(r2.mask), torch.tensor([2.0, 2.0]))], members=4)
+    assert sorted(rollout["weights"].tolist()) == pytest.approx(sorted([1 / 12] * 3 + [1 / 4] + [1 / 8] * 4))
+    with pytest.raises(ValueError, match="use rollout or step"):
+        grpo._merge([(r2, torch.tensor([2.0, 2.0]))], members=2, step_weight="token")
+
+
+def test_step_and_rollout_weighting_coincide_when_no_member_ends_early():
+    mask = torch.ones(4, 4, dtype=torch.bool)
+    a = grpo._merge([(_weight_batch(mask), torch.full((4,), 4.0))], members=4, step_weight="step")
+    b = grpo._merge([(_weight_batch(mask), torch.full((4,), 4.0))], members=4, step_weight="rollout")
+    assert torch.allclose(a["weights"], b["weights"]) and torch.allclose(a["weights"], torch.full((16,), 1 / 16))
+
+
+@pytest.mark.parametrize("step_weight", ["rollout", "step"])
+def test_step_weighting_reaches_the_update(tiny, monkeypatch, step_weight):
+    # Hopper with an untrained policy: members fall at different steps within 200, so the weightings differ
+    seen = _spy_update(monkeypatch)
+    ts = TrainState.build(g_cfg(tiny, horizon=200, grpo_step_weight=step_weight))
+    stats = grpo.iteration(ts)
+    w = seen[0]["weights"]
+    assert stats["grpo/trained_samples"] == w.numel() and w.sum().item() == pytest.approx(1.0)
+    uniform = torch.allclose(w, torch.full_like(w, 1 / w.numel()))
+    assert uniform == (step_weight == "step")
+    ts.envs.close()
+
+
 def test_reference_policy_refresh(tiny):
     ts = TrainState.build(g_cfg(tiny, ref_update_every=2, kl_coef=0.1))
     init = {k: v.clone() for k, v in ts.ref_policy.state_dict().items()}
