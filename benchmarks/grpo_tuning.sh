@@ -26,6 +26,7 @@
 #             gives each of its steps 25 times the weight of a step of a member that lasts 512
 #   envs32    --num-envs 32: 4 groups per round instead of 8, so twice the updates per 1M steps from half
 #             the data each (Walker2d's base cell is still rising at 1M after ~100 updates)
+#   envs16    --num-envs 16: 2 groups per round, four times the updates
 #   std-1     --init-log-std -1.0 (std 0.37 instead of 0.61): GRPO has no entropy term and its std hardly
 #             moves (Walker2d's base runs end at 0.56-0.61), so members of a falling task fall from noise alone
 #   advbatch  --grpo-adv-scale batch: group-centred advantages divided by one RMS per round, not by
@@ -50,6 +51,7 @@ for part in "${parts[@]}"; do
     std-1)     flags+=(--init-log-std -1.0) ;;
     stepw)     flags+=(--grpo-step-weight step) ;;
     envs32)    flags+=(--num-envs 32) ;;
+    envs16)    flags+=(--num-envs 16) ;;
     *) echo "unknown change '$part': use one listed at the top of benchmarks/grpo_tuning.sh, or several" \
             "joined by + (e.g. lr1e-3+gamma0.99)" >&2; exit 2 ;;
   esac
