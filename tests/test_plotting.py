@@ -108,6 +108,20 @@ def test_long_labels_put_the_legend_below_the_axes_inside_the_figure(sweep_dir, 
     assert seen["fig"].axes[0].get_legend() is not None and not seen["fig"].legends  # short: inside as before
 
 
+def test_curve_labels_name_only_the_fields_that_differ_between_curves(sweep_dir, tmp_path, monkeypatch):
+    from ppo_control.experiments import plotting
+    seen = {}
+    monkeypatch.setattr(plotting, "plot_learning_curves", lambda groups, *a, **k: seen.update(groups) or tmp_path)
+    runs = [r for r in load_runs([sweep_dir]) if r.config["ent_coef"] == 0.0]  # ent_coef the same on every curve
+    paths = write_report(runs, ["ent_coef", "gae_lambda"], tmp_path / "r.png")
+    assert sorted(seen) == ["gae_lambda=0.9", "gae_lambda=0.99"]
+    assert "| ent_coef=0, gae_lambda=0.9 | 3 |" in paths[0].read_text()  # the table keeps every field
+    seen.clear()
+    write_report([r for r in runs if r.config["gae_lambda"] == 0.9], ["ent_coef", "gae_lambda"], tmp_path / "o.png")
+    assert list(seen) == ["ent_coef=0, gae_lambda=0.9"]  # one curve: nothing to tell apart, all fields named
+    assert plotting.varying_fields(["a", "b"], [(1, 2), (1, 3)]) == (["b"], [(2,), (3,)])
+
+
 def test_plot_command_writes_curves_tables_and_heatmap(sweep_dir, tmp_path, capsys):
     out = tmp_path / "results" / "sweep.png"
     rc = main(["plot", str(sweep_dir), "--out", str(out), "--heatmap", "gae_lambda", "ent_coef"])

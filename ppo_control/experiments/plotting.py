@@ -194,6 +194,16 @@ def save_figure(fig: Figure, out, provenance: Optional[dict] = None) -> Path:
     return out
 
 
+def varying_fields(by: Sequence[str], keys: Sequence[tuple]):
+    """The group-by fields whose value differs between the groups ``keys`` (one tuple per group, in
+    ``by``'s order), and the keys cut down to them: a curve's label names only what tells it from the
+    others (the tables keep every field).  With a single group every field is kept."""
+    if len(keys) < 2:
+        return list(by), list(keys)
+    keep = [i for i in range(len(by)) if len({k[i] for k in keys}) > 1]
+    return [by[i] for i in keep], [tuple(k[i] for i in keep) for k in keys]
+
+
 def write_report(runs: Sequence[Run], by: Sequence[str], out, x: str = "steps",
                  provenance: Optional[dict] = None, heatmap: Optional[Sequence[str]] = None,
                  metric: str = "final_return") -> List[Path]:
@@ -210,7 +220,9 @@ def write_report(runs: Sequence[Run], by: Sequence[str], out, x: str = "steps",
     paths = list(write_tables(summarize(runs, (["env_id"] if split else []) + list(by)), stem, provenance))
 
     def labelled(members: Sequence[Run], default: str) -> Dict[str, List[Run]]:
-        return {group_label(by, k) if by else default: v for k, v in group_runs(members, by).items()}
+        groups = group_runs(members, by)
+        fields, keys = varying_fields(by, list(groups))
+        return {group_label(fields, k) if fields else default: v for k, v in zip(keys, groups.values())}
 
     if split:
         per_env = {e: labelled([r for r in runs if r.config.get("env_id") == e], e) for e in envs}
