@@ -54,10 +54,7 @@ def test_members_share_a_start_state_and_groups_differ(tiny, monkeypatch, source
 def test_each_rollout_weighs_the_same_whatever_its_length():
     lengths = torch.tensor([3.0, 1.0])
     mask = torch.tensor([[True, True], [True, False], [True, False]])
-    b = Batch(obs=torch.zeros(3, 2, 1), actions=torch.zeros(3, 2, 1), logprobs=torch.zeros(3, 2),
-              rewards=torch.zeros(3, 2), terminated=torch.zeros(3, 2, dtype=torch.bool),
-              truncated=torch.zeros(3, 2, dtype=torch.bool), mask=mask, advantages=torch.zeros(3, 2))
-    data = grpo._merge([(b, lengths)], members=2)
+    data = grpo._merge([(_weight_batch(mask), lengths)], members=2)
     w = data["weights"]
     assert w.shape == (4,)  # masked steps dropped
     # member 0: 3 steps of 1/(2*3); member 1: 1 step of 1/(2*1) -> each member sums to 1/G
