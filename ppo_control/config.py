@@ -123,6 +123,11 @@ class Config:
                                           "average) or step (every trained step the same weight: a plain mean, "
                                           "Dr. GRPO's constant normaliser; differs only where rollouts end early)",
                                choices=("rollout", "step"))
+    grpo_freeze_ended: bool = _f(True, "GRPO: a member whose episode has ended is not simulated for the rest of "
+                                       "its round (its env idles while the rest of the group runs on): the same "
+                                       "training data for less simulation (not with branch starts, whose "
+                                       "trunks go on from a member's env after its episode ended); off: it "
+                                       "keeps stepping and autoresetting, as runs made before this option did")
     grpo_train_steps: str = _f("all", "GRPO: steps trained on: all (every member step) or branch (only each "
                                       "member's first action, with its rollout's outcome advantage)",
                                choices=("all", "branch"))
@@ -199,9 +204,18 @@ class Config:
                 d[name] = tuple(d[name])
         return cls(**d)
 
+    @classmethod
+    def from_saved(cls, d: dict) -> "Config":
+        """The config of a saved run (checkpoint): fields added after it was written take the value that
+        reproduces how it ran (``SAVED_BEFORE``), not today's default, so a resume continues it exactly."""
+        return cls.from_dict({**SAVED_BEFORE, **d})
+
     def replace(self, **changes) -> "Config":
         return dataclasses.replace(self, **changes)
 
+
+# fields whose default changed what a run does when they were added: their value in configs written before
+SAVED_BEFORE = {"grpo_freeze_ended": False}
 
 _TUPLE_FIELDS = ("hidden_sizes", "actor_hidden_sizes", "critic_hidden_sizes", "env_kwargs")
 

@@ -60,7 +60,7 @@ def load_policy(run_dir) -> Policy:
     st = load_checkpoint(path)
     ckpt = path / CHECKPOINT_NAME if path.is_dir() else path
     check_belongs(st, read_run_record(ckpt.parent), ckpt)
-    cfg = Config.from_dict(st["config"])
+    cfg = Config.from_saved(st["config"])
     act_space = check_env_id(cfg.env_id)
     obs_dim = int(st["obs_norm"]["mean"].shape[0])
     net = make_policy(cfg, obs_dim, int(act_space.shape[0]))

@@ -110,7 +110,9 @@ def _round(ts, K: int, H: int):
         record_at = tuple(int(x) for x in ts.np_rng.integers(0, H, size=RECORDS_PER_ROUND))
     # reference log-probs are always collected so grpo/kl_ref is logged even with kl_coef = 0
     gr = collect_groups(envs, ts.policy, ts.ref_policy, ts.obs_norm, obs0, H, ts.device, record_at, ts.np_rng,
-                        group_size=G, crn=cfg.crn)
+                        group_size=G, crn=cfg.crn,
+                        # branch trunks go on from a member's env after its episode ended: those keep stepping
+                        freeze_ended=cfg.grpo_freeze_ended and cfg.start_state != "branch")
     if cfg.start_state == "branch":
         _advance_trunks(ts, K, gr)
     b = gr.batch

@@ -145,6 +145,7 @@ class GroupRollout:
     returns: np.ndarray       # [N] undiscounted raw return of each member's rollout
     visited: list             # snapshots recorded along the way (for the 'visited' start-state pool)
     env_steps: int            # env steps simulated, including those of members already finished
+                              # (none of those with ``freeze_ended``)
     tail_return: np.ndarray   # [N] raw return of the episode an ended member's env reset into (0 if none)
     tail_length: np.ndarray   # [N] steps of that new episode so far (where the env stands at the end)
 
@@ -152,7 +153,7 @@ class GroupRollout:
 def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[GaussianPolicy],
                    obs_norm: ObsNormalizer, start_obs: np.ndarray, horizon: int, device: torch.device,
                    record_at: Tuple[int, ...] = (), rng: Optional[np.random.Generator] = None,
-                   group_size: int = 1, crn: bool = False) -> GroupRollout:
+                   group_size: int = 1, crn: bool = False, freeze_ended: bool = False) -> GroupRollout:
     """Roll out every env (already restored to its group's start state, obs ``start_obs`` [N, obs_dim])
     until its episode ends or ``horizon`` steps pass.  At the steps in ``record_at`` a snapshot of
     one random still-running env is kept for the visited-state pool.
@@ -161,6 +162,11 @@ def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[Ga
     action); from t = 1 on the G members of a group (envs ``k*G .. k*G+G-1``) use one shared noise
     row, ``a_t = mu(s_t) + std * eps_t``, so members in identical states take identical actions and
     the group's return spread comes from the branch actions, not from H steps of independent noise.
+
+    ``freeze_ended``: an env whose member's episode has ended is not stepped again in this round
+    (``envs.step(..., active=alive)``) instead of running on, and autoresetting, until the group's
+    longest member ends; nothing trained on changes, the simulation of steps nobody uses is saved.
+    Actions (and so the noise stream) are still drawn for every env.
     """
     N, T, G = envs.num_envs, horizon, group_size
     rng = rng if rng is not None else np.random.default_rng()
@@ -188,8 +194,12 @@ def collect_groups(envs: VecEnv, policy: GaussianPolicy, ref_policy: Optional[Ga
             eps = rng.standard_normal((N if t == 0 else N // G, envs.act_dim), dtype=np.float32)
             eps = eps if t == 0 else np.repeat(eps, G, axis=0)
         act_buf[t] = actor.sample(o, eps)
-        obs, r, term, trunc, _ = envs.step(envs.clip_actions(act_buf[t]))
-        steps += N
+        if freeze_ended:
+            obs, r, term, trunc, _ = envs.step(envs.clip_actions(act_buf[t]), alive)
+            steps += int(alive.sum())
+        else:
+            obs, r, term, trunc, _ = envs.step(envs.clip_actions(act_buf[t]))
+            steps += N
         alive_buf[t] = alive
         rew_buf[t] = np.where(alive, r, 0.0)
         term_buf[t], trunc_buf[t] = term & alive, trunc & alive

@@ -149,7 +149,7 @@ class TrainState:
             return None
 
     def restore(self, st: dict, path="checkpoint") -> None:
-        saved = Config.from_dict(st["config"])
+        saved = Config.from_saved(st["config"])
         for key in ("env_id", "algo", "num_envs", "actor_sizes", "critic_sizes", "activation", "layer_norm"):
             if getattr(saved, key) != getattr(self.cfg, key):
                 raise CheckpointError(f"{path} was written with {key}={getattr(saved, key)!r} but this run "

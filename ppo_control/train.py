@@ -76,7 +76,7 @@ def train(cfg: Optional[Config] = None, resume: Optional[str] = None, changes: O
 def resume_config(run_dir, changes: dict) -> Config:
     """The config a resume of ``run_dir`` with ``changes`` would run with (nothing is locked or written)."""
     st = load_checkpoint(run_dir)
-    return _apply_changes(Config.from_dict(st["config"]), changes, int(st["global_step"]))[0]
+    return _apply_changes(Config.from_saved(st["config"]), changes, int(st["global_step"]))[0]
 
 
 def _prepare_resume(path, changes: dict, command: list):
@@ -88,7 +88,7 @@ def _prepare_resume(path, changes: dict, command: list):
         st = load_checkpoint(ckpt)
         record = read_run_record(run.path)
         check_belongs(st, record, ckpt)
-        cfg, changed = _apply_changes(Config.from_dict(st["config"]), changes, int(st["global_step"]))
+        cfg, changed = _apply_changes(Config.from_saved(st["config"]), changes, int(st["global_step"]))
         ts = TrainState.build(cfg)
         try:
             ts.restore(st, ckpt)

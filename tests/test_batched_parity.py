@@ -71,6 +71,47 @@ def test_step_parity_through_resets(env_id):
     g.close(), b.close()
 
 
+@pytest.mark.parametrize("env_id", ["Hopper-v5", "Walker2d-v5", "Ant-v5"])
+def test_idle_envs_are_left_as_they_are_and_both_backends_agree(env_id):
+    """step(actions, active): the idle envs' whole snapshot (physics incl. controls, step count, RNG) and obs
+    stay as they were, they report reward 0 and no end; the active ones step (through falls, time limits and
+    autoresets) identically in both backends, one by one in sync and as a subset in batched."""
+    g, b = _pair(env_id, 4, max_episode_steps=15)
+    np.testing.assert_array_equal(b.reset(seed=7), g.reset(seed=7))
+    rng, ends = np.random.default_rng(6), 0
+    for t in range(60):
+        active = rng.random(4) < 0.6
+        active[t % 4] = t % 5 != 0  # every env idles on some steps and steps on others; some steps none idle
+        before_g, before_b = g.get_snapshots(), b.get_snapshots()
+        obs_before = np.stack([s["obs"] for s in before_b])  # what an idle env must report
+        a = rng.uniform(b.action_low, b.action_high, size=(4, b.act_dim))
+        ref, got = g.step(a, active), b.step(a, active)
+        _assert_step_equal(ref, got, t)
+        idle = np.flatnonzero(~active)
+        for i in idle:
+            for before, now in ((before_g, g.get_snapshots()), (before_b, b.get_snapshots())):
+                assert np.array_equal(before[i]["physics"], now[i]["physics"])
+                assert before[i]["elapsed_steps"] == now[i]["elapsed_steps"] and before[i]["rng"] == now[i]["rng"]
+        np.testing.assert_array_equal(got[0][idle], obs_before[idle])
+        assert not got[1][idle].any() and not (got[2] | got[3])[idle].any()
+        ends += int((got[2] | got[3]).sum())
+    assert ends > 0  # autoresets happened under the mask
+    _assert_same_physics(g, b)
+    with pytest.raises(ValueError, match="active of shape"):
+        b.step(a, np.ones(3, bool))
+    g.close(), b.close()
+
+
+def test_async_steps_every_env_but_idle_ones_report_nothing():
+    g = VecEnv("Hopper-v5", 2, "async")
+    obs0 = g.reset(seed=1)
+    active = np.array([True, False])
+    obs, rew, term, trunc, final = g.step(np.zeros((2, g.act_dim)), active)
+    np.testing.assert_array_equal(obs[1], obs0[1])
+    assert rew[1] == 0.0 and not term[1] and not trunc[1] and rew[0] != 0.0 and not np.array_equal(obs[0], obs0[0])
+    g.close()
+
+
 def test_env_kwargs_reach_the_task():
     kw = dict(max_episode_steps=40, ctrl_cost_weight=0.5, healthy_z_range=(0.9, 2.0), reset_noise_scale=0.05,
               terminate_when_unhealthy=True, exclude_current_positions_from_observation=False)

@@ -105,6 +105,41 @@ def test_step_weighting_reaches_the_update(tiny, monkeypatch, step_weight):
     ts.envs.close()
 
 
+@pytest.mark.parametrize("vectorization", ["sync", "batched"])
+def test_frozen_ended_members_change_no_training_data_only_the_simulation(tiny, monkeypatch, vectorization):
+    # Hopper with an untrained policy: members fall at different steps within 200, and a fallen member's env
+    # idles (freeze) or runs on and autoresets (off) until its group's longest member ends
+    out = {}
+    for freeze in (False, True):
+        seen = _spy_update(monkeypatch)
+        ts = TrainState.build(g_cfg(tiny, horizon=200, grpo_freeze_ended=freeze, vectorization=vectorization))
+        stats = grpo.iteration(ts)
+        out[freeze] = seen[0], stats, {k: v.clone() for k, v in ts.policy.state_dict().items()}
+        ts.envs.close()
+        monkeypatch.undo()
+    (d0, s0, p0), (d1, s1, p1) = out[False], out[True]
+    assert d0.keys() == d1.keys()
+    for k in d0:  # every trained step, advantage and weight is the same, and so is the update
+        assert (d0[k] is None and d1[k] is None) or torch.equal(d0[k], d1[k]), k
+    assert all(torch.equal(p0[k], p1[k]) for k in p0)
+    assert s0["charts/steps_this_iter"] == s1["charts/steps_this_iter"]
+    assert s0["grpo/wasted_step_frac"] > 0.1 and s1["grpo/wasted_step_frac"] == 0.0  # nothing simulated for nobody
+
+
+def test_runs_saved_before_freeze_ended_existed_resume_as_they_ran(tiny, tmp_path):
+    from ppo_control.checkpoint import save_checkpoint
+    from ppo_control.config import Config
+    from ppo_control.train import resume_config
+    train(g_cfg(tiny, run_name="old", total_steps=60))
+    ckpt = tmp_path / "old" / "checkpoint.pt"
+    st = load_checkpoint(ckpt)
+    assert st["config"]["grpo_freeze_ended"] is True  # today's default for a new run
+    del st["config"]["grpo_freeze_ended"]            # a checkpoint written before the option
+    save_checkpoint(ckpt, st)
+    assert resume_config(tmp_path / "old", {}).grpo_freeze_ended is False
+    assert Config.from_dict({k: v for k, v in st["config"].items()}).grpo_freeze_ended is True
+
+
 def test_reference_policy_refresh(tiny):
     ts = TrainState.build(g_cfg(tiny, ref_update_every=2, kl_coef=0.1))
     init = {k: v.clone() for k, v in ts.ref_policy.state_dict().items()}
@@ -322,11 +357,11 @@ def test_branch_crn_run_resumes_exactly(tiny, tmp_path, monkeypatch, vectorizati
     cls = type(TrainState.build(g_cfg(tiny, vectorization=vectorization)).envs)
     real, calls = cls.step, {"n": 0}
 
-    def step(self, actions):
+    def step(self, actions, *a):
         calls["n"] += 1
         if calls["n"] == 2 * 20 + 7:  # inside the third iteration's rollout
             raise KeyboardInterrupt
-        return real(self, actions)
+        return real(self, actions, *a)
     monkeypatch.setattr(cls, "step", step)
     with pytest.raises(KeyboardInterrupt):
         train(g_cfg(tiny, run_name="cut", **kw))

@@ -65,14 +65,29 @@ class VecEnv:
         self.act_dim = int(act_space.shape[0])
         self.action_low = act_space.low.astype(np.float64)
         self.action_high = act_space.high.astype(np.float64)
+        self._last_obs = np.zeros((num_envs, self.obs_dim))  # what an idle env reports (step's ``active``)
 
     def reset(self, seed: Optional[int] = None) -> np.ndarray:
         """-> obs [N, obs_dim]; env i is seeded with seed + i."""
         obs, _ = self.env.reset(seed=seed)
-        return np.asarray(obs, np.float64)
+        self._last_obs = np.asarray(obs, np.float64)
+        return self._last_obs.copy()
 
-    def step(self, actions: np.ndarray):
-        """actions [N, act_dim] (already clipped) -> obs, reward, terminated, truncated, final_obs."""
+    def step(self, actions: np.ndarray, active: Optional[np.ndarray] = None):
+        """actions [N, act_dim] (already clipped) -> obs, reward, terminated, truncated, final_obs.
+
+        ``active`` [N] bool (None = all): with ``sync`` only those envs are stepped, the others are left as
+        they are and return their last obs, reward 0 and no end (as the batched backend does); gymnasium's
+        ``async`` vector env cannot step a subset, so there every env steps and the idle ones' results are
+        replaced the same way (their simulations, unlike the other backends', move on)."""
+        if active is not None:
+            active = np.asarray(active, bool)
+            if active.shape != (self.num_envs,):
+                raise ValueError(f"active of shape {active.shape}; {self.num_envs} envs take ({self.num_envs},)")
+            if active.all():
+                active = None
+            elif isinstance(self.env, gym.vector.SyncVectorEnv):
+                return self._step_some(actions, active)
         obs, rew, term, trunc, info = self.env.step(actions)
         obs = np.asarray(obs, np.float64)
         final_obs = obs
@@ -81,7 +96,29 @@ class VecEnv:
             final_obs = obs.copy()
             mask = info["_final_obs"]
             final_obs[mask] = np.stack([info["final_obs"][i] for i in np.flatnonzero(mask)])
-        return obs, np.asarray(rew, np.float64), np.asarray(term, bool), np.asarray(trunc, bool), final_obs
+        rew, term, trunc = np.asarray(rew, np.float64), np.asarray(term, bool), np.asarray(trunc, bool)
+        if active is not None:  # async: every env stepped; the idle ones report nothing
+            idle = ~active
+            obs, final_obs = obs.copy(), final_obs.copy()
+            obs[idle] = final_obs[idle] = self._last_obs[idle]
+            rew, term, trunc = np.where(idle, 0.0, rew), term & active, trunc & active
+        self._last_obs = obs.copy()
+        return obs, rew, term, trunc, final_obs
+
+    def _step_some(self, actions: np.ndarray, active: np.ndarray):
+        """Sync only: step the envs where ``active``, one by one, with SAME_STEP autoreset as gymnasium's."""
+        n = self.num_envs
+        obs, final_obs = self._last_obs.copy(), self._last_obs.copy()
+        rew, term, trunc = np.zeros(n), np.zeros(n, bool), np.zeros(n, bool)
+        for i in np.flatnonzero(active):
+            env = self.env.envs[i]
+            o, rew[i], term[i], trunc[i], _ = env.step(actions[i])
+            final_obs[i] = o
+            if term[i] or trunc[i]:
+                o, _ = env.reset()
+            obs[i] = o
+        self._last_obs = obs
+        return obs.copy(), rew, term, trunc, final_obs
 
     def clip_actions(self, actions: np.ndarray) -> np.ndarray:
         return np.clip(actions, self.action_low, self.action_high)
@@ -97,7 +134,8 @@ class VecEnv:
             raise SnapshotError(f"got {len(snaps)} snapshots for {self.num_envs} envs")
         self.env.set_attr("pending_snapshot", list(snaps))
         obs = self.env.call("apply_snapshot", restore_rng)
-        return np.stack([np.asarray(o, np.float64) for o in obs])
+        self._last_obs = np.stack([np.asarray(o, np.float64) for o in obs])
+        return self._last_obs.copy()
 
     def close(self) -> None:
         self.env.close()

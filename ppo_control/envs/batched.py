@@ -102,31 +102,54 @@ class BatchedMujocoVecEnv:
         self._obs = self._reset_envs(np.arange(self.num_envs), seeds)
         return self._obs.copy()
 
-    def step(self, actions: np.ndarray):
-        """actions [N, act_dim] (already clipped) -> obs, reward, terminated, truncated, final_obs (all [N, ...])."""
+    def step(self, actions: np.ndarray, active: Optional[np.ndarray] = None):
+        """actions [N, act_dim] (already clipped) -> obs, reward, terminated, truncated, final_obs (all [N, ...]).
+
+        ``active`` [N] bool (None = all): only those simulations are stepped; the others are left exactly
+        as they are (state, controls, step count, RNG) and return their last obs, reward 0 and no end."""
         actions = np.asarray(actions)
         if actions.shape != (self.num_envs, self.act_dim):
             raise ValueError(f"actions of shape {actions.shape}; {self.env_id} x {self.num_envs} envs takes "
                              f"({self.num_envs}, {self.act_dim})")
+        ids = None
+        if active is not None:
+            active = np.asarray(active, bool)
+            if active.shape != (self.num_envs,):
+                raise ValueError(f"active of shape {active.shape}; {self.num_envs} envs take ({self.num_envs},)")
+            if not active.all():
+                ids = np.flatnonzero(active).astype(np.int32)
         before = np.array(self.task.position(self._sim()))  # copy: the bound arrays change in the step
-        self._ctrl[:] = actions
-        self.batch.step(nstep=self.frame_skip)
-        sim = self._sim(cfrc_ext=self._rne_cfrc_ext() if self.task.rne_post_constraint else None)
+        if ids is None:
+            self._ctrl[:] = actions
+            self.batch.step(nstep=self.frame_skip)
+        else:
+            self._ctrl[ids] = actions[ids]  # ctrl is part of a snapshot: idle envs keep theirs
+            if ids.size:
+                self.batch.step(ids, nstep=self.frame_skip)
+        sim = self._sim(cfrc_ext=self._rne_cfrc_ext(ids) if self.task.rne_post_constraint else None)
         velocity = (self.task.position(sim) - before) / self.dt
         obs = self.task.observe(sim)
         reward, terminated = self.task.reward(sim, velocity, actions)
-        self._elapsed += 1
+        reward, terminated = np.array(reward, np.float64), np.array(terminated, bool)
+        if ids is None:
+            self._elapsed += 1
+        else:
+            idle = ~active
+            obs[idle], reward[idle], terminated[idle] = self._obs[idle], 0.0, False
+            self._elapsed += active
         if self.max_episode_steps is None:
             truncated = np.zeros(self.num_envs, bool)
         else:
             truncated = self._elapsed >= self.max_episode_steps
+            if ids is not None:
+                truncated &= active
         done = np.flatnonzero(terminated | truncated)
         final_obs = obs.copy()
         if done.size:
             obs[done] = self._reset_envs(done, [None] * done.size)
         self._obs = obs  # kept for snapshots; the caller gets copies
         out = obs.copy() if done.size else final_obs
-        return out, np.asarray(reward, np.float64), np.asarray(terminated, bool), truncated, final_obs
+        return out, reward, terminated, truncated, final_obs
 
     def clip_actions(self, actions: np.ndarray) -> np.ndarray:
         return np.clip(actions, self.action_low, self.action_high)
@@ -138,12 +161,13 @@ class BatchedMujocoVecEnv:
             fields["cfrc_ext"] = cfrc_ext
         return fields if ids is None else {k: v[ids] for k, v in fields.items()}
 
-    def _rne_cfrc_ext(self) -> np.ndarray:
+    def _rne_cfrc_ext(self, ids: Optional[np.ndarray] = None) -> np.ndarray:
         """cfrc_ext [N, nbody, 6] as gymnasium has it: mj_rnePostConstraint on the MjData mj_step left.
 
         The batch itself skips that call, and with RK4 the contacts it needs are those of the last
-        Runge-Kutta stage, so the call is made here on a copy of each simulation's MjData."""
-        for i in range(self.num_envs):
+        Runge-Kutta stage, so the call is made here on a copy of each simulation's MjData (of the envs
+        ``ids`` only, where given: the others were not stepped and keep their rows)."""
+        for i in (range(self.num_envs) if ids is None else ids):
             self.batch.get_data(i, self._scratch)
             mujoco.mj_rnePostConstraint(self.model, self._scratch)
             self._cfrc_ext[i] = self._scratch.cfrc_ext
