@@ -33,11 +33,14 @@ from ppo_control.experiments.aggregate import (load_runs, markdown_table, proven
 R = Path("results/runs")
 TASKS = ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5"]
 GRPO_KEYS = ["start_state", "crn", "grpo_train_steps", "grpo_advantage", "horizon", "gamma", "grpo_adv_scale",
-             "grpo_step_weight", "init_log_std", "num_envs", "lr", "update_epochs", "group_size", "kl_coef", "batch"]
+             "grpo_step_weight", "init_log_std", "num_envs", "lr", "update_epochs", "group_size", "kl_coef",
+             "grpo_freeze_ended", "batch"]
 BATCHES = ("grpo_1m", "grpo_falling_pilot", "grpo_factorial")
 TUNING = "grpo_tuning"  # benchmarks/grpo_tuning.sh: results/runs/grpo_tuning/CHANGE/ENV__sSEED
 FACTORIAL_MIN_SEEDS = 3
-POOL_KEYS = [k for k in GRPO_KEYS if k != "batch"]  # the targets' verdict: identical flags, every batch
+# the targets' verdict: identical flags, every batch; --grpo-freeze-ended changes no trained step (only which
+# idle envs are simulated, and so the later reset draws), so runs with and without it pool as more seeds
+POOL_KEYS = [k for k in GRPO_KEYS if k not in ("batch", "grpo_freeze_ended")]
 MIN_SEEDS = 5  # the house rule for a claim
 
 

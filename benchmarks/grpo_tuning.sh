@@ -31,6 +31,10 @@
 #             moves (Walker2d's base runs go from 0.61 to 0.50-0.60 in 1M steps), so members of a falling task fall from noise alone
 #   advbatch  --grpo-adv-scale batch: group-centred advantages divided by one RMS per round, not by
 #             each group's std at each step (which gives a step where members barely differ unit spread)
+#   base      no change: the cell as today's defaults run it (with --grpo-freeze-ended, default since it was
+#             added; the cell's earlier runs were made before it), a same-machine baseline for the changes
+#   nofreeze  --no-grpo-freeze-ended: members that fell keep stepping, as every run before the option did
+#   ent0.01   --ent-coef 0.01: an entropy bonus (GRPO's default has none; its std hardly moves on Walker2d)
 # Changes join with + (lr1e-3+gamma0.99); the later flag wins where two set the same option.
 # WORKERS (default 2) runs that many seeds at a time. Report: bash benchmarks/grpo_report.sh
 set -euo pipefail
@@ -52,6 +56,9 @@ for part in "${parts[@]}"; do
     stepw)     flags+=(--grpo-step-weight step) ;;
     envs32)    flags+=(--num-envs 32) ;;
     envs16)    flags+=(--num-envs 16) ;;
+    base)      ;;
+    nofreeze)  flags+=(--no-grpo-freeze-ended) ;;
+    ent0.01)   flags+=(--ent-coef 0.01) ;;
     *) echo "unknown change '$part': use one listed at the top of benchmarks/grpo_tuning.sh, or several" \
             "joined by + (e.g. lr1e-3+gamma0.99)" >&2; exit 2 ;;
   esac

@@ -78,8 +78,10 @@ def load_run(path, curve_key: str = RETURN_KEY) -> Run:
     or the periodic deterministic evaluation (``eval/return``, runs with ``eval_interval``)."""
     path = Path(path)
     # fields added to Config after a run was made take their defaults, so old and new runs of
-    # the same setting group together
-    cfg = {**_config_defaults(), **json.loads((path / "config.json").read_text())["config"]}
+    # the same setting group together; those whose default changed what a run does take the value
+    # the run had (config.SAVED_BEFORE)
+    from ..config import SAVED_BEFORE
+    cfg = {**_config_defaults(), **SAVED_BEFORE, **json.loads((path / "config.json").read_text())["config"]}
     rows = read_jsonl(path / JSONL_NAME) if (path / JSONL_NAME).exists() else []
     rows = [r for r in rows if r.get(curve_key) is not None and math.isfinite(r[curve_key])]
     summary = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else None
