@@ -113,7 +113,7 @@ for env in HalfCheetah-v5 Walker2d-v5 Hopper-v5; do
     if [ $round = 2 ] && [ -n "$first" ]; then name=${name}_round2; fi
     mkdir -p results/grpo_tuning
     ppo-control plot $(tuning_base $env) $tuning \
-        --group-by kl_coef lr group_size update_epochs gamma grpo_adv_scale grpo_step_weight init_log_std num_envs --curve eval/return --metric eval_return \
+        --group-by kl_coef lr group_size update_epochs gamma grpo_adv_scale grpo_step_weight init_log_std num_envs ent_coef grpo_freeze_ended --curve eval/return --metric eval_return \
         --out results/grpo_tuning/$name.png
   done
 done

@@ -34,7 +34,7 @@ R = Path("results/runs")
 TASKS = ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5"]
 GRPO_KEYS = ["start_state", "crn", "grpo_train_steps", "grpo_advantage", "horizon", "gamma", "grpo_adv_scale",
              "grpo_step_weight", "init_log_std", "num_envs", "lr", "update_epochs", "group_size", "kl_coef",
-             "grpo_freeze_ended", "batch"]
+             "ent_coef", "grpo_freeze_ended", "batch"]
 BATCHES = ("grpo_1m", "grpo_falling_pilot", "grpo_factorial")
 TUNING = "grpo_tuning"  # benchmarks/grpo_tuning.sh: results/runs/grpo_tuning/CHANGE/ENV__sSEED
 FACTORIAL_MIN_SEEDS = 3
