@@ -12,8 +12,8 @@
 #   results/grpo_factorial/factorial.{md,csv,png}  experiment 1: start x CRN x advantage x horizon (HalfCheetah, Hopper)
 #   results/grpo_factorial/ENV_eval{,_time}.{md,csv,png}  the ablation's cells taken on to >= 3 seeds (and to
 #       Walker2d/Ant) against PPO's fast and tuned presets, per env step and per second
-#   results/grpo_tuning/ENV.{md,csv,png}  changes from each task's base cell (HalfCheetah, Walker2d, Hopper;
-#       HalfCheetah's second round, lr / gamma / advantage scale, in halfcheetah_round2.*)
+#   results/grpo_tuning/ENV{,_round2,_round3}.{md,csv,png}  changes from each task's base cell (HalfCheetah,
+#       Walker2d, Hopper), a figure per tuning round (below: tuning_round)
 #   results/grpo_10m/ENV{,_time}.{md,csv,png}  10M steps, GRPO against the tuned PPO preset
 #   results/grpo_falling_pilot/ENV.{md,csv,png}  the horizon/gamma settings of benchmarks/grpo_falling_pilot.sh
 #       beside setting A (H 32, gamma 0.95)
@@ -94,23 +94,29 @@ tuning_base() {
                      results/runs/grpo_factorial/Hopper-v5__start_state=visited__crn=false__grpo_advantage=per_step__horizon=512__gamma=0.998__s* ;;
   esac
 }
-# the first round's changes; every other change is the second round's. A task with runs of both rounds
-# gets a figure for each (twelve curves in one repeat the palette's colours): ENV and ENV_round2
-ROUND1=" kl0.01 lr1e-4 g16 epochs4 "
+# the rounds: 1 = KL beta, lr 1e-4, G 16, epochs 4; 3 = a same-batch base cell (today's defaults), the
+# freeze-ended check and the entropy bonus (every change naming ent, alone or joined); 2 = every other change.
+# A task gets a figure per round it has runs of (twelve curves in one repeat the palette's colours): its
+# first round as ENV, each later one as ENV_roundN
+tuning_round() {  # CHANGE -> its round
+  case $1 in
+    kl0.01|lr1e-4|g16|epochs4) echo 1 ;;
+    base|nofreeze|ent*|*+ent*) echo 3 ;;
+    *) echo 2 ;;
+  esac
+}
 tuning_runs() {  # ENV ROUND -> the run dirs of that round's changes on ENV
   for d in results/runs/grpo_tuning/*/; do
-    case $ROUND1 in *" $(basename "$d") "*) r=1 ;; *) r=2 ;; esac
-    [ "$r" = "$2" ] || continue
+    [ "$(tuning_round "$(basename "$d")")" = "$2" ] || continue
     ls -d "$d$1"__s* 2>/dev/null || true
   done
 }
 for env in HalfCheetah-v5 Walker2d-v5 Hopper-v5; do
-  first=$(tuning_runs $env 1)
-  for round in 1 2; do
+  name=
+  for round in 1 2 3; do
     tuning=$(tuning_runs $env $round)
     [ -n "$tuning" ] || continue
-    name=$(short $env)
-    if [ $round = 2 ] && [ -n "$first" ]; then name=${name}_round2; fi
+    if [ -z "$name" ]; then name=$(short $env); else name=$(short $env)_round$round; fi
     mkdir -p results/grpo_tuning
     ppo-control plot $(tuning_base $env) $tuning \
         --group-by kl_coef lr group_size update_epochs gamma grpo_adv_scale grpo_step_weight init_log_std num_envs ent_coef grpo_freeze_ended --curve eval/return --metric eval_return \
