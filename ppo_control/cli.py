@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="starting point: 'classic' = the literature's MuJoCo PPO settings (1 env, 2048 steps, "
                         "32 minibatches, 10 epochs), 'default' = the same batch from 4 envs, 'fast' = 64 envs x 64 steps, "
                         "8 minibatches, lr 1e-3, 'tuned' = fast plus the measured best details and per-task rows "
-                        "(--print-config shows them) (default: default)")
+                        "(--print-config shows them), 'grpo' = GRPO (--algo grpo) with its measured best "
+                        "settings and per-task rows (default: default)")
     t.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its checkpoint with its "
                    "saved config; only " + ", ".join("--" + f.replace("_", "-") for f in sorted(RESUMABLE_FIELDS))
                    + " may change (e.g. --total-steps to extend the run), any other option is refused")

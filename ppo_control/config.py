@@ -387,7 +387,30 @@ TUNED_ROWS = {
                    "(SB3-zoo's setting, this row's earlier value) ended below 45; results/tune/Swimmer-v5__tuned__ppo_lite.md"),
 }
 
-PRESETS = {"classic": CLASSIC, "default": DEFAULT, "fast": FAST, "tuned": TUNED}
+GRPO_EVAL_INTERVAL = 50_000  # make_config's eval_interval for GRPO when none is given
+
+# "grpo": critic-free GRPO with what measured best at 1M steps (issue 12; README "GRPO for continuous control",
+# results/grpo_factorial/reading.md): groups of 8 members put into one restored simulator state, 64 envs (8 groups
+# per round), per-step group-relative advantages, common random numbers off, std starting at 0.61, and for tasks
+# that end in a fall the visited-start cell whose horizon sees the fall (H 512, gamma 0.998). Per-task rows below;
+# a task without a row gets these settings unmeasured. PPO's optimiser settings (default preset) throughout.
+GRPO = dict(DEFAULT, algo="grpo", num_envs=64, group_size=8, start_state="visited", horizon=512, gamma=0.998,
+            grpo_advantage="per_step", init_log_std=-0.5, eval_interval=GRPO_EVAL_INTERVAL)
+_GRPO_SRC = "final deterministic eval at 1M, results/grpo_1m/targets.md; "
+GRPO_ROWS = {
+    "HalfCheetah-v5": (dict(start_state="reset", horizon=256, gamma=0.99, grpo_adv_scale="batch"),
+                       _GRPO_SRC + "reset H 256 / 0.99 with batch-scaled advantages 2,308 [1,967, 2,631] over 10 seeds "
+                       "(ENV=HalfCheetah-v5 bash benchmarks/grpo_tuning.sh advbatch+gamma0.99 1 .. 10, commits "
+                       "f18fd3a-a1a5697); per-group scaling at 0.995: 1,654 (10)"),
+    "Hopper-v5": (dict(), _GRPO_SRC + "visited H 512 / 0.998 2,053 [1,603, 2,476] over 10 runs in two batches "
+                  "(benchmarks/grpo_factorial.sh, benchmarks/grpo_falling_pilot.sh)"),
+    "Walker2d-v5": (dict(), _GRPO_SRC + "visited H 512 / 0.998 (benchmarks/grpo_falling_pilot.sh, "
+                    "ENV=Walker2d-v5 bash benchmarks/grpo_tuning.sh base 1 .. 6)"),
+    "Ant-v5": (dict(horizon=256, gamma=0.995), _GRPO_SRC + "visited H 256 / 0.995 991 [941, 1,038] over 5 seeds "
+               "(benchmarks/grpo_falling_pilot.sh; a policy that stands, not one that runs)"),
+}
+
+PRESETS = {"classic": CLASSIC, "default": DEFAULT, "fast": FAST, "tuned": TUNED, "grpo": GRPO}
 
 # Per-environment adjustments on top of a preset (before explicit overrides), each chosen by
 # measurement (README "Results"):
@@ -400,6 +423,7 @@ ENV_OVERRIDES = {
     "default": {"Swimmer-v5": dict(gamma=0.9999)},
     "fast": {"Hopper-v5": dict(num_envs=4, num_steps=512, num_minibatches=32, lr=3e-4)},
     "tuned": {env_id: row for env_id, (row, _source) in TUNED_ROWS.items()},
+    "grpo": {env_id: row for env_id, (row, _source) in GRPO_ROWS.items()},
 }
 
 
@@ -409,20 +433,22 @@ def applied_env_overrides(cfg: Config) -> dict:
     return {k: v for k, v in table.items() if getattr(cfg, k) == v}
 
 
-GRPO_EVAL_INTERVAL = 50_000  # make_config's eval_interval for GRPO when none is given
-
 
 def make_config(preset: str = "default", **overrides) -> Config:
     """Build a Config from a named preset, env-specific tweaks, then explicit overrides."""
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
     values = dict(PRESETS[preset])
+    if values.get("algo") == "grpo" and overrides.get("algo", "grpo") != "grpo":
+        raise ConfigError(f"preset {preset!r} holds GRPO's settings; with --algo {overrides['algo']} choose "
+                          f"one of {sorted(p for p, v in PRESETS.items() if v.get('algo', 'ppo') != 'grpo')}")
     env_id = overrides.get("env_id", Config.env_id)
     values.update(ENV_OVERRIDES.get(preset, {}).get(env_id, {}))
-    if overrides.get("algo") == "grpo" and "num_envs" not in overrides:
+    ppo_preset_as_grpo = overrides.get("algo") == "grpo" and values.get("algo") != "grpo"
+    if ppo_preset_as_grpo and "num_envs" not in overrides:
         # GRPO needs whole groups: one group per round unless told otherwise
         values["num_envs"] = overrides.get("group_size", Config.group_size)
-    if overrides.get("algo") == "grpo" and "eval_interval" not in overrides:
+    if ppo_preset_as_grpo and "eval_interval" not in overrides:
         # short-horizon GRPO trains on no whole episode, so its only return curve is this evaluation
         values["eval_interval"] = GRPO_EVAL_INTERVAL
     values.update(overrides)

@@ -104,3 +104,52 @@ def test_tuned_preset_rows_apply_per_task_and_name_their_source():
         assert (d.adv_every_epoch, d.value_norm, d.norm_reward, d.vf_coef) == (True, True, False, 0.25), env
     u = make_config("tuned", env_id="Humanoid-v5")  # not ablated: the preset's own settings
     assert (u.adv_every_epoch, u.value_norm, u.norm_reward, u.vf_coef) == (False, False, True, 0.5)
+
+
+# the flags issue 12's GRPO benchmarks give on top of the default preset (benchmarks/grpo_tuning.sh's base
+# cells): the preset's rows must resolve to exactly these, so the measured runs are runs of the preset
+_GRPO_CELL = dict(algo="grpo", start_state="visited", horizon=512, gamma=0.998, grpo_advantage="per_step",
+                  group_size=8, num_envs=64, init_log_std=-0.5, eval_interval=50_000)
+_GRPO_TASK_CELLS = {
+    "HalfCheetah-v5": dict(_GRPO_CELL, start_state="reset", horizon=256, gamma=0.99, grpo_adv_scale="batch"),
+    "Hopper-v5": _GRPO_CELL,
+    "Walker2d-v5": _GRPO_CELL,
+    "Ant-v5": dict(_GRPO_CELL, horizon=256, gamma=0.995),
+    "Humanoid-v5": _GRPO_CELL,  # no row: the preset's own settings
+}
+
+
+@pytest.mark.parametrize("env", sorted(_GRPO_TASK_CELLS))
+def test_grpo_preset_is_the_measured_benchmark_cell_of_each_task(env):
+    import dataclasses
+    got = make_config("grpo", env_id=env)
+    want = make_config("default", env_id=env, **_GRPO_TASK_CELLS[env])
+    diff = {f.name: (getattr(got, f.name), getattr(want, f.name)) for f in dataclasses.fields(Config)
+            if f.name != "preset" and getattr(got, f.name) != getattr(want, f.name)}
+    assert diff == {}
+    assert (got.algo, got.preset, got.num_envs // got.group_size) == ("grpo", "grpo", 8)
+
+
+def test_grpo_preset_rows_name_their_source_and_refuse_ppo():
+    from ppo_control.config import GRPO_ROWS
+    assert set(GRPO_ROWS) == {"HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5"}
+    assert all("benchmarks/" in source and "results/" in source for _row, source in GRPO_ROWS.values())
+    # naming the algorithm again keeps the preset's 64 envs (a PPO preset run as GRPO gets one group instead)
+    assert make_config("grpo", algo="grpo", env_id="Hopper-v5").num_envs == 64
+    assert make_config("default", algo="grpo").num_envs == 16
+    with pytest.raises(ConfigError, match=r"preset 'grpo' holds GRPO's settings; with --algo ppo choose one of "
+                                          r"\['classic', 'default', 'fast', 'tuned'\]"):
+        make_config("grpo", algo="ppo")
+
+
+def test_grpo_preset_on_the_command_line(capsys):
+    import json
+
+    from ppo_control.cli import main
+    assert main(["train", "--preset", "grpo", "--env-id", "HalfCheetah-v5", "--seed", "3", "--print-config"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    cfg = out["config"]
+    assert (cfg["algo"], cfg["start_state"], cfg["horizon"], cfg["gamma"], cfg["grpo_adv_scale"], cfg["seed"]) == \
+        ("grpo", "reset", 256, 0.99, "batch", 3)
+    assert out["env_overrides_applied"] == {"start_state": "reset", "horizon": 256, "gamma": 0.99,
+                                            "grpo_adv_scale": "batch"}
