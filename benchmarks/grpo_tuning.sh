@@ -37,8 +37,6 @@
 #   ent0.01   --ent-coef 0.01: an entropy bonus (GRPO's default has none; its std hardly moves on Walker2d)
 #   ent0.005  --ent-coef 0.005 / ent0.02 --ent-coef 0.02: half and twice that bonus (Walker2d's ent0.01
 #   ent0.02   gave 1,419 over 6 seeds against 862 for the same-batch base cell)
-#   std-0.2   --init-log-std -0.2 (std 0.82, about where ent0.01's runs end): is it the std level the bonus buys,
-#             or the bonus itself, that helps
 # Changes join with + (lr1e-3+gamma0.99); the later flag wins where two set the same option.
 # WORKERS (default 2) runs that many seeds at a time. Report: bash benchmarks/grpo_report.sh
 set -euo pipefail
@@ -57,7 +55,6 @@ for part in "${parts[@]}"; do
     gamma0.95) flags+=(--gamma 0.95) ;;
     advbatch)  flags+=(--grpo-adv-scale batch) ;;
     std-1)     flags+=(--init-log-std -1.0) ;;
-    std-0.2)   flags+=(--init-log-std -0.2) ;;
     stepw)     flags+=(--grpo-step-weight step) ;;
     envs32)    flags+=(--num-envs 32) ;;
     envs16)    flags+=(--num-envs 16) ;;
