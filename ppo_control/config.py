@@ -403,9 +403,13 @@ GRPO_ROWS = {
                        "(ENV=HalfCheetah-v5 bash benchmarks/grpo_tuning.sh advbatch+gamma0.99 1 .. 10, commits "
                        "f18fd3a-a1a5697); per-group scaling at 0.995: 1,654 (10)"),
     "Hopper-v5": (dict(), _GRPO_SRC + "visited H 512 / 0.998 2,053 [1,603, 2,476] over 10 runs in two batches "
-                  "(benchmarks/grpo_factorial.sh, benchmarks/grpo_falling_pilot.sh)"),
-    "Walker2d-v5": (dict(), _GRPO_SRC + "visited H 512 / 0.998 (benchmarks/grpo_falling_pilot.sh, "
-                    "ENV=Walker2d-v5 bash benchmarks/grpo_tuning.sh base 1 .. 6)"),
+                  "(benchmarks/grpo_factorial.sh, benchmarks/grpo_falling_pilot.sh) and 2,381 / 1,329 in a third "
+                  "(ENV=Hopper-v5 bash benchmarks/grpo_tuning.sh base 1 2); an entropy bonus of 0.01 gave the "
+                  "same (results/grpo_factorial/reading.md, fourth round)"),
+    "Walker2d-v5": (dict(), _GRPO_SRC + "visited H 512 / 0.998 1,262 [973, 1,654] over 5 seeds "
+                    "(benchmarks/grpo_falling_pilot.sh) and 862 over 6 more (ENV=Walker2d-v5 bash "
+                    "benchmarks/grpo_tuning.sh base 1 .. 6); no change tried beat it by more than its seed noise, "
+                    "and none reaches half of PPO (results/grpo_factorial/reading.md, third and fourth rounds)"),
     "Ant-v5": (dict(horizon=256, gamma=0.995), _GRPO_SRC + "visited H 256 / 0.995 991 [941, 1,038] over 5 seeds "
                "(benchmarks/grpo_falling_pilot.sh; a policy that stands, not one that runs)"),
 }
