@@ -19,8 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from ppo_control.experiments.aggregate import provenance, provenance_text  # noqa: E402
+from ppo_control.experiments.aggregate import provenance, provenance_text
 
 DIAGNOSTICS = ["policy/std_mean", "grpo/member_len_mean", "grpo/group_return_std", "grpo/within_group_share",
                "grpo/adv_abs_mean", "losses/approx_kl", "losses/clipfrac", "grpo/zero_signal_frac"]

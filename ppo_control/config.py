@@ -443,12 +443,13 @@ def make_config(preset: str = "default", **overrides) -> Config:
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
     values = dict(PRESETS[preset])
-    if values.get("algo") == "grpo" and overrides.get("algo", "grpo") != "grpo":
+    preset_algo = values.get("algo", Config.algo)
+    if preset_algo == "grpo" and overrides.get("algo", "grpo") != "grpo":
         raise ConfigError(f"preset {preset!r} holds GRPO's settings; with --algo {overrides['algo']} choose "
-                          f"one of {sorted(p for p, v in PRESETS.items() if v.get('algo', 'ppo') != 'grpo')}")
+                          f"one of {sorted(p for p, v in PRESETS.items() if v.get('algo', Config.algo) != 'grpo')}")
     env_id = overrides.get("env_id", Config.env_id)
     values.update(ENV_OVERRIDES.get(preset, {}).get(env_id, {}))
-    ppo_preset_as_grpo = overrides.get("algo") == "grpo" and values.get("algo") != "grpo"
+    ppo_preset_as_grpo = overrides.get("algo") == "grpo" and preset_algo != "grpo"
     if ppo_preset_as_grpo and "num_envs" not in overrides:
         # GRPO needs whole groups: one group per round unless told otherwise
         values["num_envs"] = overrides.get("group_size", Config.group_size)
