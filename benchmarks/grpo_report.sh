@@ -15,6 +15,7 @@
 #   results/grpo_tuning/ENV{,_round2,_round3}.{md,csv,png}  changes from each task's base cell (HalfCheetah,
 #       Walker2d, Hopper), a figure per tuning round (below: tuning_round)
 #   results/grpo_10m/ENV{,_time}.{md,csv,png}  10M steps, GRPO against the tuned PPO preset
+#   results/grpo_10m/targets.md  the 10M target: per task and setting, every seed's final eval against tuned PPO
 #   results/grpo_falling_pilot/ENV.{md,csv,png}  the horizon/gamma settings of benchmarks/grpo_falling_pilot.sh
 #       beside setting A (H 32, gamma 0.95)
 set -eu
@@ -37,7 +38,7 @@ for env in HalfCheetah-v5 Hopper-v5 Walker2d-v5 Ant-v5; do
       --curve eval/return --metric eval_return --x time --out results/grpo_1m/${low}_eval_time.png
 done
 python benchmarks/grpo_diagnostics.py results/runs/grpo_1m > results/grpo_1m/diagnostics.md
-python benchmarks/grpo_targets.py --out results/grpo_1m/targets
+python benchmarks/grpo_targets.py --out results/grpo_1m/targets --out-10m results/grpo_10m/targets
 # the horizon/gamma pilot (benchmarks/grpo_falling_pilot.sh) beside setting A (H 32, gamma 0.95), per task
 mkdir -p results/grpo_falling_pilot
 python benchmarks/grpo_diagnostics.py results/runs/grpo_falling_pilot > results/grpo_falling_pilot/diagnostics.md

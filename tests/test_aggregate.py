@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ppo_control.experiments.aggregate import (bootstrap_ci, curve_auc, format_value, group_runs, iqm, load_run,
-                                               load_runs, markdown_table, run_rows, seed_stats, summarize,
+                                               load_runs, markdown_table, ratio_ci, run_rows, seed_stats, summarize,
                                                varying_fields, write_tables)
 from rundirs import write_run
 
@@ -16,6 +16,19 @@ def make_run(root, name, returns, finished=True, error=None, step=100, **cfg):
 
 
 # --- statistics ----------------------------------------------------------------------------
+
+def test_ratio_ci_resamples_each_side_on_its_own():
+    # num [1, 3]: a resample's mean is 1, 2 or 3 (probability 1/4, 1/2, 1/4); den [2, 2] is always 2, so the
+    # ratio is 0.5, 1 or 1.5 and the central 95% spans the two ends
+    assert ratio_ci([1, 3], [2, 2]) == pytest.approx((0.5, 1.5))
+    # the other way round: den's mean 1, 2 or 3 -> ratio 2, 1, 2/3
+    assert ratio_ci([2, 2], [1, 3]) == pytest.approx((2 / 3, 2.0))
+    assert ratio_ci([2, 2], [1, 1]) == (2.0, 2.0)
+    # fewer than 2 seeds on a side: no interval, whatever the other side holds
+    assert all(math.isnan(x) for x in ratio_ci([5.0], [1, 2, 3]) + ratio_ci([1, 2], [4.0]))
+    lo, hi = ratio_ci([7794, 7102, 5966, 5673, 8385], [7753, 9881, 9025])
+    assert lo < 6984 / 8886 < hi and hi < 1.0
+
 
 def test_auc_is_trapezoid_area_over_step_span():
     # (0,0)-(10,10): area 50; (10,10)-(20,10): area 100; span 20 -> 7.5

@@ -143,6 +143,26 @@ def bootstrap_ci(values: Sequence[float], confidence: float = 0.95, n_resamples:
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
+def ratio_ci(num: Sequence[float], den: Sequence[float], confidence: float = 0.95, n_resamples: int = 10_000,
+             seed: int = 0) -> Tuple[float, float]:
+    """Percentile-bootstrap CI of ``mean(num) / mean(den)`` for two independent sets of seeds (each
+    side resampled on its own, e.g. one algorithm's seeds against another's); (NaN, NaN) with fewer
+    than 2 values on a side."""
+    from scipy.stats import bootstrap
+    a, b = _finite(num), _finite(den)
+    if len(a) < 2 or len(b) < 2:
+        return float("nan"), float("nan")
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        return float(a[0] / b[0]), float(a[0] / b[0])
+
+    def stat(x, y, axis=-1):
+        return np.mean(x, axis=axis) / np.mean(y, axis=axis)
+
+    res = bootstrap((a, b), stat, confidence_level=confidence, n_resamples=n_resamples, method="percentile",
+                    paired=False, vectorized=True, rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
 def seed_stats(values: Sequence[float]) -> dict:
     """{n, mean, ci_low, ci_high, iqm} of one metric over seeds (NaN values dropped)."""
     x = _finite(values)
