@@ -7,13 +7,34 @@ import subprocess
 from pathlib import Path
 
 
+# Tracked paths that hold what the code writes, not the code: a run in progress (or a table command that has
+# just rewritten its own output) changes them, and that says nothing about which code produced a result.
+DATA_DIRS = ("results/",)
+
+
+def dirty_paths(porcelain: str) -> list[str]:
+    """The changed paths in `git status --porcelain` output (paths relative to the repository root) that are
+    code or docs rather than results; a rename counts by its new path."""
+    paths = []
+    for line in porcelain.splitlines():
+        if len(line) < 4:
+            continue
+        path = line[3:].split(" -> ")[-1].strip('"')
+        if not path.startswith(DATA_DIRS):
+            paths.append(path)
+    return paths
+
+
 def git_commit(path=None) -> dict:
+    """HEAD's sha, and `dirty`: whether any tracked file outside results/ differs from it (results written
+    beside the command, such as other runs' metrics, do not count)."""
     path = Path(path or Path(__file__).resolve().parent)
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True,
                              timeout=10).stdout.strip() or None
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=path,
-                                    capture_output=True, text=True, timeout=10).stdout.strip())
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=path,
+                                capture_output=True, text=True, timeout=10)
+        dirty = bool(dirty_paths(status.stdout)) if status.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         sha, dirty = None, None
     return {"commit": sha, "dirty": dirty}
