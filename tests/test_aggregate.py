@@ -154,3 +154,19 @@ def test_peak_of_the_seed_mean_eval_curve_by_hand(tmp_path):
     # seed means at 50k, 100k, 150k: 15, 20, 30 -> peak 30 (a single seed's best, 40, is not it)
     assert peak_of_mean_eval(runs) == 30.0
     assert math.isnan(peak_of_mean_eval([load_run(write_run(tmp_path, "no_eval", [1.0]))]))
+
+
+def test_grpo_targets_late_eval_averages_the_evals_from_8m_on():
+    """The 10M table's robustness column: periodic evals at or after 8M steps, averaged; NaN evals skipped."""
+    import importlib.util
+    from pathlib import Path
+
+    from ppo_control.experiments.aggregate import Run
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "grpo_targets.py"
+    spec = importlib.util.spec_from_file_location("grpo_targets", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    run = Run(path=Path("x"), config={}, steps=np.array([7_750_000, 8_000_000, 9_000_000, 9_500_000, 10_000_000.]),
+              wall=np.zeros(5), returns=np.array([100.0, 3000.0, np.nan, 3500.0, 1000.0]), summary=None, error=None)
+    assert mod.late_eval(run) == pytest.approx((3000 + 3500 + 1000) / 3)
+    assert math.isnan(mod.late_eval(run, start=20_000_000))
