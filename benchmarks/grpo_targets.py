@@ -51,6 +51,7 @@ MIN_SEEDS = 5  # the house rule for a claim
 MIN_SEEDS_TASK = {"HalfCheetah-v5": 10}  # bimodal runs: the house rule asks for 10 seeds there
 TEN_M = R / "grpo_10m"  # benchmarks/grpo_10m.sh: grpo/ENV__..., ppo_tuned/ENV__sSEED
 TEN_M_KEYS = [k for k in POOL_KEYS if k != "batch"]
+TEN_M_NEED = 3  # the 10M target: within 10% of tuned PPO on 3 of the 4 tasks
 LATE_FROM = 8_000_000  # the 10M table's side column: each seed's periodic evals from here on, averaged
 
 
@@ -105,8 +106,13 @@ def ten_m_targets(out: str) -> None:
         if best_env and best_env[1]:
             judged += 1
             met += best_env[2]
+    best_case = met + len(TASKS) - judged  # every task not yet judged coming within 10%
+    outcome = (f"met: {met} of {len(TASKS)}." if met >= TEN_M_NEED else
+               f"**missed**: {judged - met} tasks judged outside 10%, so even if every task not yet judged came "
+               f"within 10%, at most {best_case} of {len(TASKS)} could." if best_case < TEN_M_NEED else
+               f"open: at most {best_case} of {len(TASKS)} can still be within 10%.")
     lines += ["", f"Tasks judged (enough seeds on both sides): {judged} of {len(TASKS)}; within 10% of tuned PPO: "
-              f"{met} of those. The target asks for 3 of 4.", "",
+              f"{met} of those. The target asks for {TEN_M_NEED} of {len(TASKS)}; it is {outcome}", "",
               "Final eval = deterministic evaluation of the final policy at 10M steps, 10 episodes; one number per seed. "
               "GRPO: `bash benchmarks/grpo_10m.sh` with the SETTINGS named in each run's config.json (visited or reset "
               "starts, per-step advantages, G 8, 64 envs, init log-std -0.5); PPO: the tuned preset (`--preset tuned`, "
