@@ -9,7 +9,9 @@
 # 64 envs, init log-std -0.5: setting A of results/grpo_1m/reading.md with horizon H and discount GAMMA),
 # grpo:START:H:GAMMA (the same from START = reset | visited | branch starts; the run name then carries
 # start_state), grpo:START:H:GAMMA:SCALE (the same with --grpo-adv-scale SCALE, group or batch; the run
-# name then carries grpo_adv_scale), and ppo (the tuned preset). Default: HalfCheetah's first GRPO setting (visited H 32 /
+# name then carries grpo_adv_scale; SCALE may be left empty), grpo:START:H:GAMMA:SCALE:FIELD=V[:FIELD=V...] (the same
+# with more config fields set through --grid, e.g. grpo:visited:512:0.998::ent_coef=0.01: the run name carries
+# them too), and ppo (the tuned preset). Default: HalfCheetah's first GRPO setting (visited H 32 /
 # 0.95) and PPO; the ablation's best HalfCheetah cell is grpo:reset:256:0.995
 # (results/grpo_factorial/reading.md).
 # Checkpoints are git-ignored: to go on in another checkout, commit each unfinished run's checkpoint.pt
@@ -35,10 +37,19 @@ for seed in ${SEEDS:-1 2 3 4 5}; do
       if [ "$setting" = ppo ]; then
         args="--preset tuned $COMMON --out-dir $OUT/ppo_tuned"
       else
-        IFS=: read -r _ a b c d <<< "$setting"
+        IFS=: read -r _ a b c d rest <<< "$setting"
         if [ -n "$c" ]; then start="--grid start_state=$a"; h=$b; g=$c
         else start="--start-state visited"; h=$a; g=$b; fi
         scale=""; [ -z "$d" ] || scale="--grid grpo_adv_scale=$d"
+        if [ -n "$rest" ]; then
+          IFS=: read -ra extra <<< "$rest"
+          for kv in "${extra[@]}"; do
+            case $kv in
+              *=*) scale="$scale --grid $kv" ;;
+              *) echo "grpo_10m: '$kv' in setting '$setting' is not FIELD=VALUE (e.g. ent_coef=0.01)" >&2; exit 2 ;;
+            esac
+          done
+        fi
         args="$GRPO $COMMON --out-dir $OUT/grpo $start --grid horizon=$h --grid gamma=$g $scale"
       fi
       rc=0

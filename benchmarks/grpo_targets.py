@@ -55,6 +55,7 @@ MIN_SEEDS_TASK = {"HalfCheetah-v5": 10}  # bimodal runs: the house rule asks for
 TEN_M = R / "grpo_10m"  # benchmarks/grpo_10m.sh: grpo/ENV__..., ppo_tuned/ENV__sSEED
 TEN_M_KEYS = [k for k in POOL_KEYS if k != "batch"]
 TEN_M_NEED = 3  # the 10M target: within 10% of tuned PPO on 3 of the 4 tasks
+LABEL_KEYS = ("start_state", "horizon", "gamma", "grpo_adv_scale")  # the 10M table's GRPO setting column
 LATE_FROM = 8_000_000  # the 10M table's side column: each seed's periodic evals from here on, averaged
 
 
@@ -62,6 +63,12 @@ def late_eval(run, start: int = LATE_FROM) -> float:
     """Mean of a run's periodic deterministic evaluations at or after ``start`` env steps (NaN if none): one
     number per seed that a single unlucky final evaluation (a fall on Hopper) moves less."""
     return _mean(float(v) for s, v in zip(run.steps, run.returns) if s >= start)
+
+
+def label_keys(rows, keys=TEN_M_KEYS) -> list:
+    """The 10M table's setting column: the fields grpo_10m.sh's SETTINGS always names, plus any other pooling
+    field that differs between one task's rows (e.g. ent_coef), so that two rows never read the same."""
+    return list(LABEL_KEYS) + [k for k in keys if k not in LABEL_KEYS and len({str(r.get(k)) for r in rows}) > 1]
 
 
 def ten_m_targets(out: str) -> None:
@@ -85,7 +92,9 @@ def ten_m_targets(out: str) -> None:
         p_mean = sum(pv) / len(pv) if pv else math.nan
         p_late = [late_eval(r) for r in ppo]
         best_env = None
-        for row in summarize(grpo, TEN_M_KEYS):
+        rows = summarize(grpo, TEN_M_KEYS)
+        shown = label_keys(rows)
+        for row in rows:
             mine = sorted(members(grpo, row, TEN_M_KEYS), key=lambda r: r.config["seed"])
             gv = [float(r.summary["eval_return"]) for r in mine]
             g_mean = sum(gv) / len(gv)
@@ -94,7 +103,7 @@ def ten_m_targets(out: str) -> None:
             g_late = [late_eval(r) for r in mine]
             late = _mean(g_late) / _mean(p_late) if pv else math.nan
             llo, lhi = ratio_ci(g_late, p_late)
-            short = ", ".join(f"{k}={row[k]}" for k in ("start_state", "horizon", "gamma", "grpo_adv_scale"))
+            short = ", ".join(f"{k}={row.get(k)}" for k in shown)
             if len(gv) >= need and len(pv) >= need:
                 verdict = "yes" if share >= 0.9 else "**no**"
             else:

@@ -170,3 +170,21 @@ def test_grpo_targets_late_eval_averages_the_evals_from_8m_on():
               wall=np.zeros(5), returns=np.array([100.0, 3000.0, np.nan, 3500.0, 1000.0]), summary=None, error=None)
     assert mod.late_eval(run) == pytest.approx((3000 + 3500 + 1000) / 3)
     assert math.isnan(mod.late_eval(run, start=20_000_000))
+
+
+def test_grpo_targets_label_names_a_field_only_where_rows_differ():
+    """Two 10M GRPO settings that differ only in ent_coef get ent_coef in their label; one that does not, not."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "grpo_targets.py"
+    spec = importlib.util.spec_from_file_location("grpo_targets", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    base = dict(start_state="visited", horizon="512", gamma="0.998", grpo_adv_scale="group", ent_coef="0",
+                lr="0.0003")
+    assert mod.label_keys([base]) == ["start_state", "horizon", "gamma", "grpo_adv_scale"]
+    two = [base, dict(base, ent_coef="0.01")]
+    assert mod.label_keys(two) == ["start_state", "horizon", "gamma", "grpo_adv_scale", "ent_coef"]
+    # a difference in a labelled field adds nothing more
+    assert mod.label_keys([base, dict(base, horizon="256")]) == ["start_state", "horizon", "gamma", "grpo_adv_scale"]
