@@ -40,17 +40,15 @@ for seed in ${SEEDS:-1 2 3 4 5}; do
         IFS=: read -r _ a b c d rest <<< "$setting"
         if [ -n "$c" ]; then start="--grid start_state=$a"; h=$b; g=$c
         else start="--start-state visited"; h=$a; g=$b; fi
-        scale=""; [ -z "$d" ] || scale="--grid grpo_adv_scale=$d"
-        if [ -n "$rest" ]; then
-          IFS=: read -ra extra <<< "$rest"
-          for kv in "${extra[@]}"; do
-            case $kv in
-              *=*) scale="$scale --grid $kv" ;;
-              *) echo "grpo_10m: '$kv' in setting '$setting' is not FIELD=VALUE (e.g. ent_coef=0.01)" >&2; exit 2 ;;
-            esac
-          done
-        fi
-        args="$GRPO $COMMON --out-dir $OUT/grpo $start --grid horizon=$h --grid gamma=$g $scale"
+        grids="--grid horizon=$h --grid gamma=$g"; [ -z "$d" ] || grids="$grids --grid grpo_adv_scale=$d"
+        IFS=: read -ra extra <<< "$rest"
+        for kv in ${extra[@]+"${extra[@]}"}; do
+          case $kv in
+            *=*) grids="$grids --grid $kv" ;;
+            *) echo "grpo_10m: '$kv' in setting '$setting' is not FIELD=VALUE (e.g. ent_coef=0.01)" >&2; exit 2 ;;
+          esac
+        done
+        args="$GRPO $COMMON --out-dir $OUT/grpo $start $grids"
       fi
       rc=0
       timeout -s TERM -k 300 $left ppo-control sweep --env-id $env --seeds $seed $args || rc=$?

@@ -103,7 +103,7 @@ def ten_m_targets(out: str) -> None:
             g_late = [late_eval(r) for r in mine]
             late = _mean(g_late) / _mean(p_late) if pv else math.nan
             llo, lhi = ratio_ci(g_late, p_late)
-            short = ", ".join(f"{k}={row.get(k)}" for k in shown)
+            short = ", ".join(f"{k}={row[k]}" for k in shown)
             if len(gv) >= need and len(pv) >= need:
                 verdict = "yes" if share >= 0.9 else "**no**"
             else:

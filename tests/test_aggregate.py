@@ -156,16 +156,24 @@ def test_peak_of_the_seed_mean_eval_curve_by_hand(tmp_path):
     assert math.isnan(peak_of_mean_eval([load_run(write_run(tmp_path, "no_eval", [1.0]))]))
 
 
-def test_grpo_targets_late_eval_averages_the_evals_from_8m_on():
-    """The 10M table's robustness column: periodic evals at or after 8M steps, averaged; NaN evals skipped."""
+def _grpo_targets():
+    """benchmarks/grpo_targets.py as a module (benchmarks/ is not a package)."""
     import importlib.util
     from pathlib import Path
 
-    from ppo_control.experiments.aggregate import Run
     path = Path(__file__).resolve().parent.parent / "benchmarks" / "grpo_targets.py"
     spec = importlib.util.spec_from_file_location("grpo_targets", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_grpo_targets_late_eval_averages_the_evals_from_8m_on():
+    """The 10M table's robustness column: periodic evals at or after 8M steps, averaged; NaN evals skipped."""
+    from pathlib import Path
+
+    from ppo_control.experiments.aggregate import Run
+    mod = _grpo_targets()
     run = Run(path=Path("x"), config={}, steps=np.array([7_750_000, 8_000_000, 9_000_000, 9_500_000, 10_000_000.]),
               wall=np.zeros(5), returns=np.array([100.0, 3000.0, np.nan, 3500.0, 1000.0]), summary=None, error=None)
     assert mod.late_eval(run) == pytest.approx((3000 + 3500 + 1000) / 3)
@@ -174,13 +182,7 @@ def test_grpo_targets_late_eval_averages_the_evals_from_8m_on():
 
 def test_grpo_targets_label_names_a_field_only_where_rows_differ():
     """Two 10M GRPO settings that differ only in ent_coef get ent_coef in their label; one that does not, not."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "grpo_targets.py"
-    spec = importlib.util.spec_from_file_location("grpo_targets", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _grpo_targets()
     base = dict(start_state="visited", horizon="512", gamma="0.998", grpo_adv_scale="group", ent_coef="0",
                 lr="0.0003")
     assert mod.label_keys([base]) == ["start_state", "horizon", "gamma", "grpo_adv_scale"]
