@@ -11,7 +11,9 @@
 # start_state), grpo:START:H:GAMMA:SCALE (the same with --grpo-adv-scale SCALE, group or batch; the run
 # name then carries grpo_adv_scale; SCALE may be left empty), grpo:START:H:GAMMA:SCALE:FIELD=V[:FIELD=V...] (the same
 # with more config fields set through --grid, e.g. grpo:visited:512:0.998::ent_coef=0.01: the run name carries
-# them too), and ppo (the tuned preset). Default: HalfCheetah's first GRPO setting (visited H 32 /
+# them too), ppo (the tuned preset) and ppo:FIELD=V[:FIELD=V...] (the tuned preset with config fields set
+# through --grid, e.g. ppo:lr_decay_steps=1000000:lr_floor=0.1, the lr schedule of a 1M run held at 10M;
+# the run name carries them). Default: HalfCheetah's first GRPO setting (visited H 32 /
 # 0.95) and PPO; the ablation's best HalfCheetah cell is grpo:reset:256:0.995
 # (results/grpo_factorial/reading.md).
 # Checkpoints are git-ignored: to go on in another checkout, commit each unfinished run's checkpoint.pt
@@ -34,8 +36,17 @@ for seed in ${SEEDS:-1 2 3 4 5}; do
     for setting in ${SETTINGS:-grpo:32:0.95 ppo}; do
       left=$(( deadline - $(date +%s) ))
       [ $left -ge 30 ] || chunk_done
-      if [ "$setting" = ppo ]; then
-        args="--preset tuned $COMMON --out-dir $OUT/ppo_tuned"
+      if [ "$setting" = ppo ] || [ "${setting#ppo:}" != "$setting" ]; then
+        grids=""
+        IFS=: read -ra extra <<< "${setting#ppo}"
+        for kv in ${extra[@]+"${extra[@]}"}; do
+          case $kv in
+            "") ;;
+            *=*) grids="$grids --grid $kv" ;;
+            *) echo "grpo_10m: '$kv' in setting '$setting' is not FIELD=VALUE (e.g. lr_floor=0.1)" >&2; exit 2 ;;
+          esac
+        done
+        args="--preset tuned $COMMON --out-dir $OUT/ppo_tuned $grids"
       else
         IFS=: read -r _ a b c d rest <<< "$setting"
         if [ -n "$c" ]; then start="--grid start_state=$a"; h=$b; g=$c

@@ -1,0 +1,102 @@
+"""Why does tuned PPO fall on Ant-v5 at 10M steps when it reaches ~1,570 at 1M? (issue 12's Ant row)
+
+    python benchmarks/ppo_ant_10m_diag.py [--out results/grpo_10m/ant_ppo_diag.md]
+
+No training: reads the finished tuned-PPO Ant runs of the 1M study (results/runs/tuned_1m/Ant) and of the 10M
+campaign (results/runs/grpo_10m/ppo_tuned/Ant-v5__s*), and prints, at fixed env steps, each group's seed mean of
+the logged learning rate, policy std, approximate KL, clip fraction and training episode length (iterations
+within 50k steps of the mark), plus the deterministic periodic evaluation nearest the mark. Both groups run the
+same preset; `anneal_lr` ties the linear decay to `total_steps`, so at 1M steps the 1M runs are at lr ~0 while the
+10M runs are still at 0.9 of the peak. The table shows what that does; it does not by itself prove it is the only
+cause (a control run with `lr_decay_steps` would).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ppo_control.experiments.aggregate import provenance, provenance_text
+
+GROUPS = {"1M runs (tuned_1m)": "results/runs/tuned_1m/Ant/Ant-v5__s*",
+          "10M runs (grpo_10m/ppo_tuned)": "results/runs/grpo_10m/ppo_tuned/Ant-v5__s*",
+          "10M control: lr_decay_steps=1M, lr_floor=0.1": "results/runs/grpo_10m/ppo_tuned/Ant-v5__lr_decay_steps=1000000__lr_floor=0.1__s*"}
+MARKS = [0.25e6, 0.5e6, 1e6, 2e6, 5e6, 10e6]
+KEYS = [("lr", "charts/learning_rate", "{:.5f}"), ("std", "policy/std_mean", "{:.3f}"),
+        ("approx KL", "losses/approx_kl", "{:.3f}"), ("clip frac", "losses/clipfrac", "{:.2f}"),
+        ("episode len", "charts/episodic_length", "{:.0f}")]
+
+
+def finished(pattern: str) -> list:
+    return sorted(d for d in Path(".").glob(pattern) if (d / "summary.json").exists())
+
+
+def rows(d: Path) -> list:
+    return [json.loads(line) for line in open(d / "metrics.jsonl")]
+
+
+def at(run: list, mark: float) -> dict | None:
+    near = [r for r in run if abs(r["global_step"] - mark) < 50e3]
+    if not near:
+        return None
+    out = {}
+    for name, k, _ in KEYS:
+        v = [r[k] for r in near if r.get(k) is not None]
+        out[name] = float(np.mean(v)) if v else float("nan")
+    ev = [(abs(r["global_step"] - mark), r["eval/return"]) for r in run if r.get("eval/return") is not None]
+    out["eval"] = min(ev)[1] if ev and min(ev)[0] < 125e3 else float("nan")
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default="results/grpo_10m/ant_ppo_diag.md")
+    args = p.parse_args()
+    lines = ["# Tuned PPO on Ant-v5: the same preset at 1M and at 10M steps", "",
+             "Seed means at each mark (iterations within 50k steps of it); eval = deterministic periodic evaluation "
+             "nearest the mark; diverging = iterations flagged `charts/diverging` (approx KL > 1) per run, whole run.", "",
+             "| runs | seeds | steps | " + " | ".join(n for n, _, _ in KEYS) + " | eval |",
+             "|---|---:|---:|" + "---:|" * (len(KEYS) + 1)]
+    seeds_all, made = [], []
+    for label, pattern in GROUPS.items():
+        dirs = finished(pattern)
+        if not dirs:
+            print(f"no finished runs under {pattern}; the group is left out", file=sys.stderr)
+            made.append(f"- {label}: no finished runs yet ({pattern})")
+            continue
+        runs = [rows(d) for d in dirs]
+        cfgs = [json.loads((d / "config.json").read_text()) for d in dirs]
+        seeds_all += [c.get("config", {}).get("seed") for c in cfgs]
+        walls = [json.loads((d / "summary.json").read_text()).get("wall_time") or 0.0 for d in dirs]
+        commits = sorted({(c.get("environment", {}).get("commit") or "?")[:7] for c in cfgs})
+        cpus = sorted({c.get("environment", {}).get("cpu") or "?" for c in cfgs})
+        made.append(f"- {label}: {len(dirs)} runs ({', '.join(d.name for d in dirs)}), made at commit(s) "
+                    f"{', '.join(commits)} on {', '.join(cpus)}, {np.median(walls) / 60:.0f} min median wall time each")
+        div = [sum(1 for r in run if r.get("charts/diverging")) for run in runs]
+        for mark in MARKS:
+            pts = [x for x in (at(run, mark) for run in runs) if x is not None]
+            if not pts:
+                continue
+            cells = [fmt.format(np.nanmean([x[n] for x in pts])) for n, _, fmt in KEYS]
+            ev = np.nanmean([x["eval"] for x in pts])
+            lines.append(f"| {label} | {len(pts)} | {mark / 1e6:g}M | " + " | ".join(cells) + f" | {ev:,.0f} |")
+        lines.append(f"| {label}: diverging iterations per run | {len(dirs)} | | " + ", ".join(map(str, div))
+                     + " |" + " |" * len(KEYS))
+    lines += ["", "The same seed numbers are different runs in the two groups (different total_steps, so a "
+              "different schedule from the first update on).", "", "The runs read:", *made, "",
+              "This table:"]
+    prov = provenance(["python"] + sys.argv, seeds=sorted(set(s for s in seeds_all if s is not None)))
+    text = "\n".join(lines) + "\n" + "\n".join(f"- {x}" for x in provenance_text(prov)) + "\n"
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(args.out + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(args.out)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
