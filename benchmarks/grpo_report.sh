@@ -52,15 +52,16 @@ for env in Hopper-v5 Walker2d-v5 Ant-v5 HalfCheetah-v5; do
 done
 # 10M steps (benchmarks/grpo_10m.sh, chunked): GRPO against PPO's tuned preset, per env step and per second,
 # one figure per task (the group-by has no env id, so never mix tasks in one plot; ent_coef tells the second
-# GRPO setting, grpo:visited:512:0.998::ent_coef=0.01, from the first)
+# GRPO setting, grpo:visited:512:0.998::ent_coef=0.01, from the first; lr_decay_steps/lr_floor the PPO lr-schedule
+# control, ppo:lr_decay_steps=1000000:lr_floor=0.1, from the tuned preset as it is); finished runs only
 for env in HalfCheetah-v5 Hopper-v5 Walker2d-v5 Ant-v5; do
   low=$(short "$env")
-  runs10=$(ls -d results/runs/grpo_10m/*/${env}__* 2>/dev/null || true)
+  runs10=$(for d in results/runs/grpo_10m/*/${env}__*; do [ -f "$d/summary.json" ] && echo "$d"; done)  # finished only
   [ -n "$runs10" ] || continue
   mkdir -p results/grpo_10m
-  ppo-control plot $runs10 --group-by algo preset start_state horizon gamma grpo_adv_scale ent_coef --curve eval/return --metric eval_return \
+  ppo-control plot $runs10 --group-by algo preset start_state horizon gamma grpo_adv_scale ent_coef lr_decay_steps lr_floor --curve eval/return --metric eval_return \
       --out results/grpo_10m/${low}.png
-  ppo-control plot $runs10 --group-by algo preset start_state horizon gamma grpo_adv_scale ent_coef --curve eval/return --metric eval_return \
+  ppo-control plot $runs10 --group-by algo preset start_state horizon gamma grpo_adv_scale ent_coef lr_decay_steps lr_floor --curve eval/return --metric eval_return \
       --x time --out results/grpo_10m/${low}_time.png
 done
 # experiment 1, the ablation (benchmarks/grpo_factorial.sh): cells x horizon, main effects, diagnostics, figure
