@@ -47,6 +47,8 @@ for seed in ${SEEDS:-1 2 3 4 5}; do
           esac
         done
         args="--preset tuned $COMMON --out-dir $OUT/ppo_tuned $grids"
+      elif [ "${setting#grpo:}" = "$setting" ]; then
+        echo "grpo_10m: setting '$setting' is neither ppo, ppo:FIELD=V... nor grpo:... (see the header)" >&2; exit 2
       else
         IFS=: read -r _ a b c d rest <<< "$setting"
         if [ -n "$c" ]; then start="--grid start_state=$a"; h=$b; g=$c

@@ -52,3 +52,26 @@ def test_extra_word_without_value_is_refused(tmp_path):
     p, calls = _run(tmp_path, "grpo:visited:512:0.998::ent_coef")
     assert p.returncode == 2 and calls == []
     assert "'ent_coef'" in p.stderr and "FIELD=VALUE" in p.stderr
+
+
+def test_ppo_with_fields_sets_grid_fields_on_the_tuned_preset(tmp_path):
+    p, calls = _run(tmp_path, "ppo ppo:lr_decay_steps=1000000:lr_floor=0.1")
+    assert p.returncode == 0, p.stderr
+    plain, ctl = calls
+    assert _grids(plain) == []  # the bare word keeps the run name ENV__sSEED the 10M table reads
+    assert _grids(ctl) == ["lr_decay_steps=1000000", "lr_floor=0.1"]
+    for call in (plain, ctl):
+        assert call[call.index("--preset") + 1] == "tuned" and "--algo" not in call
+        assert call[call.index("--out-dir") + 1].endswith("out/ppo_tuned")
+
+
+def test_ppo_word_without_value_is_refused(tmp_path):
+    p, calls = _run(tmp_path, "ppo:lr_floor")
+    assert p.returncode == 2 and calls == []
+    assert "'lr_floor'" in p.stderr and "FIELD=VALUE" in p.stderr
+
+
+def test_unknown_setting_word_is_refused(tmp_path):
+    p, calls = _run(tmp_path, "ppo_tuned")
+    assert p.returncode == 2 and calls == []
+    assert "'ppo_tuned'" in p.stderr
