@@ -120,6 +120,8 @@ def ten_m_targets(out: str) -> None:
     best_case = met + len(TASKS) - judged  # every task not yet judged coming within 10%
     if met >= TEN_M_NEED:
         outcome = f"met: {met} of {len(TASKS)}."
+    elif judged == len(TASKS):
+        outcome = f"**missed**: every task is judged and {judged - met} of them are outside 10%."
     elif best_case < TEN_M_NEED:
         outcome = (f"**missed**: {judged - met} tasks judged outside 10%, so even if every task not yet judged came "
                    f"within 10%, at most {best_case} of {len(TASKS)} could.")
