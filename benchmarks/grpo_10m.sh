@@ -31,38 +31,36 @@ chunk_done() {
   for d in "$OUT"/*/*/; do [ -f "$d/checkpoint.pt" ] && [ ! -f "$d/summary.json" ] && echo "  $d"; done
   exit 0
 }
+# add_fields "F=V:F=V...": one --grid per word onto $grids ("ppo" alone has none); exits 2 on a word without "="
+add_fields() {
+  local kv extra
+  [ "$1" != ppo ] || return 0
+  IFS=: read -ra extra <<< "$1"
+  for kv in ${extra[@]+"${extra[@]}"}; do
+    case $kv in
+      *=*) grids="$grids --grid $kv" ;;
+      *) echo "grpo_10m: '$kv' in setting '$setting' is not FIELD=VALUE (e.g. ent_coef=0.01)" >&2; exit 2 ;;
+    esac
+  done
+}
 for seed in ${SEEDS:-1 2 3 4 5}; do
   for env in ${ENVS:-HalfCheetah-v5}; do
     for setting in ${SETTINGS:-grpo:32:0.95 ppo}; do
       left=$(( deadline - $(date +%s) ))
       [ $left -ge 30 ] || chunk_done
-      if [ "$setting" = ppo ] || [ "${setting#ppo:}" != "$setting" ]; then
-        grids=""
-        IFS=: read -ra extra <<< "${setting#ppo}"
-        for kv in ${extra[@]+"${extra[@]}"}; do
-          case $kv in
-            "") ;;
-            *=*) grids="$grids --grid $kv" ;;
-            *) echo "grpo_10m: '$kv' in setting '$setting' is not FIELD=VALUE (e.g. lr_floor=0.1)" >&2; exit 2 ;;
-          esac
-        done
-        args="--preset tuned $COMMON --out-dir $OUT/ppo_tuned $grids"
-      elif [ "${setting#grpo:}" = "$setting" ]; then
-        echo "grpo_10m: setting '$setting' is neither ppo, ppo:FIELD=V... nor grpo:... (see the header)" >&2; exit 2
-      else
-        IFS=: read -r _ a b c d rest <<< "$setting"
-        if [ -n "$c" ]; then start="--grid start_state=$a"; h=$b; g=$c
-        else start="--start-state visited"; h=$a; g=$b; fi
-        grids="--grid horizon=$h --grid gamma=$g"; [ -z "$d" ] || grids="$grids --grid grpo_adv_scale=$d"
-        IFS=: read -ra extra <<< "$rest"
-        for kv in ${extra[@]+"${extra[@]}"}; do
-          case $kv in
-            *=*) grids="$grids --grid $kv" ;;
-            *) echo "grpo_10m: '$kv' in setting '$setting' is not FIELD=VALUE (e.g. ent_coef=0.01)" >&2; exit 2 ;;
-          esac
-        done
-        args="$GRPO $COMMON --out-dir $OUT/grpo $start $grids"
-      fi
+      case $setting in
+        ppo | ppo:*)
+          grids=""; add_fields "${setting#ppo:}"
+          args="--preset tuned $COMMON --out-dir $OUT/ppo_tuned $grids" ;;
+        grpo:*)
+          IFS=: read -r _ a b c d rest <<< "$setting"
+          if [ -n "$c" ]; then start="--grid start_state=$a"; h=$b; g=$c
+          else start="--start-state visited"; h=$a; g=$b; fi
+          grids="--grid horizon=$h --grid gamma=$g"; [ -z "$d" ] || grids="$grids --grid grpo_adv_scale=$d"
+          add_fields "$rest"
+          args="$GRPO $COMMON --out-dir $OUT/grpo $start $grids" ;;
+        *) echo "grpo_10m: setting '$setting' is neither ppo, ppo:FIELD=V... nor grpo:... (see the header)" >&2; exit 2 ;;
+      esac
       rc=0
       timeout -s TERM -k 300 $left ppo-control sweep --env-id $env --seeds $seed $args || rc=$?
       [ $rc -ne 124 ] || chunk_done

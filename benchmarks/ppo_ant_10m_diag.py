@@ -1,14 +1,16 @@
-"""Why does tuned PPO fall on Ant-v5 at 10M steps when it reaches ~1,570 at 1M? (issue 12's Ant row)
+"""Why does tuned PPO fall on Ant-v5 at 10M steps when its 1M runs end at ~1,530? (issue 12's Ant row)
 
     python benchmarks/ppo_ant_10m_diag.py [--out results/grpo_10m/ant_ppo_diag.md]
 
-No training: reads the finished tuned-PPO Ant runs of the 1M study (results/runs/tuned_1m/Ant) and of the 10M
-campaign (results/runs/grpo_10m/ppo_tuned/Ant-v5__s*), and prints, at fixed env steps, each group's seed mean of
+No training: reads the finished tuned-PPO Ant runs of the 1M study (results/runs/tuned_1m/Ant), of the 10M
+campaign (results/runs/grpo_10m/ppo_tuned/Ant-v5__s*) and of its lr-schedule control (the same preset with
+lr_decay_steps=1M, lr_floor=0.1: `SETTINGS=ppo:lr_decay_steps=1000000:lr_floor=0.1 bash benchmarks/grpo_10m.sh`),
+and prints, at fixed env steps, each group's seed mean of
 the logged learning rate, policy std, approximate KL, clip fraction and training episode length (iterations
 within 50k steps of the mark), plus the deterministic periodic evaluation nearest the mark. Both groups run the
 same preset; `anneal_lr` ties the linear decay to `total_steps`, so at 1M steps the 1M runs are at lr ~0 while the
-10M runs are still at 0.9 of the peak. The table shows what that does; it does not by itself prove it is the only
-cause (a control run with `lr_decay_steps` would).
+10M runs are still at 0.9 of the peak. The table shows what that does; the control group tests it (a group with
+no finished run yet is listed as missing, not dropped silently).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ppo_control.experiments.aggregate import provenance, provenance_text
+from ppo_control.metrics import JSONL_NAME, read_jsonl
 
 GROUPS = {"1M runs (tuned_1m)": "results/runs/tuned_1m/Ant/Ant-v5__s*",
           "10M runs (grpo_10m/ppo_tuned)": "results/runs/grpo_10m/ppo_tuned/Ant-v5__s*",
@@ -32,10 +35,6 @@ KEYS = [("lr", "charts/learning_rate", "{:.5f}"), ("std", "policy/std_mean", "{:
 
 def finished(pattern: str) -> list:
     return sorted(d for d in Path(".").glob(pattern) if (d / "summary.json").exists())
-
-
-def rows(d: Path) -> list:
-    return [json.loads(line) for line in open(d / "metrics.jsonl")]
 
 
 def at(run: list, mark: float) -> dict | None:
@@ -67,7 +66,7 @@ def main() -> int:
             print(f"no finished runs under {pattern}; the group is left out", file=sys.stderr)
             made.append(f"- {label}: no finished runs yet ({pattern})")
             continue
-        runs = [rows(d) for d in dirs]
+        runs = [read_jsonl(d / JSONL_NAME) for d in dirs]
         cfgs = [json.loads((d / "config.json").read_text()) for d in dirs]
         seeds_all += [c.get("config", {}).get("seed") for c in cfgs]
         walls = [json.loads((d / "summary.json").read_text()).get("wall_time") or 0.0 for d in dirs]

@@ -48,10 +48,12 @@ def test_settings_forms_map_to_sweep_flags(tmp_path):
     assert "every run finished" in p.stdout
 
 
-def test_extra_word_without_value_is_refused(tmp_path):
-    p, calls = _run(tmp_path, "grpo:visited:512:0.998::ent_coef")
+@pytest.mark.parametrize("settings, word", [("grpo:visited:512:0.998::ent_coef", "ent_coef"),
+                                             ("ppo:lr_floor", "lr_floor")])
+def test_extra_word_without_value_is_refused(tmp_path, settings, word):
+    p, calls = _run(tmp_path, settings)
     assert p.returncode == 2 and calls == []
-    assert "'ent_coef'" in p.stderr and "FIELD=VALUE" in p.stderr
+    assert f"'{word}'" in p.stderr and "FIELD=VALUE" in p.stderr
 
 
 def test_ppo_with_fields_sets_grid_fields_on_the_tuned_preset(tmp_path):
@@ -63,12 +65,6 @@ def test_ppo_with_fields_sets_grid_fields_on_the_tuned_preset(tmp_path):
     for call in (plain, ctl):
         assert call[call.index("--preset") + 1] == "tuned" and "--algo" not in call
         assert call[call.index("--out-dir") + 1].endswith("out/ppo_tuned")
-
-
-def test_ppo_word_without_value_is_refused(tmp_path):
-    p, calls = _run(tmp_path, "ppo:lr_floor")
-    assert p.returncode == 2 and calls == []
-    assert "'lr_floor'" in p.stderr and "FIELD=VALUE" in p.stderr
 
 
 def test_unknown_setting_word_is_refused(tmp_path):
