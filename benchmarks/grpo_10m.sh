@@ -13,7 +13,9 @@
 # with more config fields set through --grid, e.g. grpo:visited:512:0.998::ent_coef=0.01: the run name carries
 # them too), ppo (the tuned preset) and ppo:FIELD=V[:FIELD=V...] (the tuned preset with config fields set
 # through --grid, e.g. ppo:lr_decay_steps=1000000:lr_floor=0.1, the lr schedule of a 1M run held at 10M;
-# the run name carries them). Default: HalfCheetah's first GRPO setting (visited H 32 /
+# the run name carries them), ppo_default and ppo_default:FIELD=V... (the same on PPO's default preset, into
+# $OUT/ppo_default: about 45-120 min a run on 2 cores at 10M, from the 1M wall times of
+# results/runs/mujoco_suite/ppo_default). Default: HalfCheetah's first GRPO setting (visited H 32 /
 # 0.95) and PPO; the ablation's best HalfCheetah cell is grpo:reset:256:0.995
 # (results/grpo_factorial/reading.md).
 # Checkpoints are git-ignored: to go on in another checkout, commit each unfinished run's checkpoint.pt
@@ -31,10 +33,9 @@ chunk_done() {
   for d in "$OUT"/*/*/; do [ -f "$d/checkpoint.pt" ] && [ ! -f "$d/summary.json" ] && echo "  $d"; done
   exit 0
 }
-# add_fields "F=V:F=V...": one --grid per word onto $grids ("ppo" alone has none); exits 2 on a word without "="
+# add_fields "F=V:F=V...": one --grid per word onto $grids; exits 2 on a word without "="
 add_fields() {
   local kv extra
-  [ "$1" != ppo ] || return 0
   IFS=: read -ra extra <<< "$1"
   for kv in ${extra[@]+"${extra[@]}"}; do
     case $kv in
@@ -49,9 +50,10 @@ for seed in ${SEEDS:-1 2 3 4 5}; do
       left=$(( deadline - $(date +%s) ))
       [ $left -ge 30 ] || chunk_done
       case $setting in
-        ppo | ppo:*)
-          grids=""; add_fields "${setting#ppo:}"
-          args="--preset tuned $COMMON --out-dir $OUT/ppo_tuned $grids" ;;
+        ppo | ppo:* | ppo_default | ppo_default:*)
+          preset=tuned; [[ $setting != ppo_default* ]] || preset=default
+          grids=""; [[ $setting != *:* ]] || add_fields "${setting#*:}"
+          args="--preset $preset $COMMON --out-dir $OUT/ppo_$preset $grids" ;;
         grpo:*)
           IFS=: read -r _ a b c d rest <<< "$setting"
           if [ -n "$c" ]; then start="--grid start_state=$a"; h=$b; g=$c
@@ -59,7 +61,7 @@ for seed in ${SEEDS:-1 2 3 4 5}; do
           grids="--grid horizon=$h --grid gamma=$g"; [ -z "$d" ] || grids="$grids --grid grpo_adv_scale=$d"
           add_fields "$rest"
           args="$GRPO $COMMON --out-dir $OUT/grpo $start $grids" ;;
-        *) echo "grpo_10m: setting '$setting' is neither ppo, ppo:FIELD=V... nor grpo:... (see the header)" >&2; exit 2 ;;
+        *) echo "grpo_10m: setting '$setting' is neither ppo[:FIELD=V...], ppo_default[:FIELD=V...] nor grpo:... (see the header)" >&2; exit 2 ;;
       esac
       rc=0
       timeout -s TERM -k 300 $left ppo-control sweep --env-id $env --seeds $seed $args || rc=$?

@@ -49,7 +49,7 @@ def test_settings_forms_map_to_sweep_flags(tmp_path):
 
 
 @pytest.mark.parametrize("settings, word", [("grpo:visited:512:0.998::ent_coef", "ent_coef"),
-                                             ("ppo:lr_floor", "lr_floor")])
+                                             ("ppo:lr_floor", "lr_floor"), ("ppo_default:lr_floor", "lr_floor")])
 def test_extra_word_without_value_is_refused(tmp_path, settings, word):
     p, calls = _run(tmp_path, settings)
     assert p.returncode == 2 and calls == []
@@ -65,6 +65,17 @@ def test_ppo_with_fields_sets_grid_fields_on_the_tuned_preset(tmp_path):
     for call in (plain, ctl):
         assert call[call.index("--preset") + 1] == "tuned" and "--algo" not in call
         assert call[call.index("--out-dir") + 1].endswith("out/ppo_tuned")
+
+
+def test_ppo_default_runs_the_default_preset_into_its_own_dir(tmp_path):
+    p, calls = _run(tmp_path, "ppo_default ppo_default:ent_coef=0.001")
+    assert p.returncode == 0, p.stderr
+    plain, ent = calls
+    assert _grids(plain) == [] and _grids(ent) == ["ent_coef=0.001"]
+    for call in (plain, ent):
+        assert call[call.index("--preset") + 1] == "default" and "--algo" not in call
+        assert call[call.index("--out-dir") + 1].endswith("out/ppo_default")
+        assert call[call.index("--total-steps") + 1] == "10000000"
 
 
 def test_unknown_setting_word_is_refused(tmp_path):
