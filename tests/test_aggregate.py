@@ -190,3 +190,20 @@ def test_grpo_targets_label_names_a_field_only_where_rows_differ():
     assert mod.label_keys(two) == ["start_state", "horizon", "gamma", "grpo_adv_scale", "ent_coef"]
     # a difference in a labelled field adds nothing more
     assert mod.label_keys([base, dict(base, horizon="256")]) == ["start_state", "horizon", "gamma", "grpo_adv_scale"]
+
+
+def test_grpo_targets_side_baselines_group_by_name_and_leave_the_verdicts_runs_out(tmp_path, monkeypatch):
+    """The 10M side table: default-preset runs with and without fields and tuned runs with a changed field are
+    grouped by name without the seed; the plain tuned runs (the verdict's baseline) and stray files are not."""
+    mod = _grpo_targets()
+    monkeypatch.setattr(mod, "TEN_M", tmp_path)
+    for rel in ["ppo_tuned/Ant-v5__s1", "ppo_tuned/Ant-v5__s2", "ppo_tuned/Ant-v5__lr_floor=0.1__s1",
+                "ppo_tuned/Ant-v5__lr_floor=0.1__s2", "ppo_default/Ant-v5__s1", "ppo_default/Ant-v5__s3",
+                "ppo_default/Ant-v5__ent_coef=0.01__s1", "ppo_tuned/Hopper-v5__lr_floor=0.1__s1"]:
+        (tmp_path / rel).mkdir(parents=True)
+    (tmp_path / "ppo_default" / "Ant-v5__notes.txt").write_text("not a run")
+    got = {k: [d.name for d in v] for k, v in mod.baseline_groups("Ant-v5").items()}
+    assert got == {"default preset": ["Ant-v5__s1", "Ant-v5__s3"],
+                   "default preset, ent_coef=0.01": ["Ant-v5__ent_coef=0.01__s1"],
+                   "tuned preset, lr_floor=0.1": ["Ant-v5__lr_floor=0.1__s1", "Ant-v5__lr_floor=0.1__s2"]}
+    assert mod.baseline_groups("Walker2d-v5") == {}
