@@ -431,6 +431,28 @@ ENV_OVERRIDES = {
 }
 
 
+# Presets tuned at 1M env steps whose learning-rate schedule is measured to fail in much longer runs, per
+# (preset, env id): anneal_lr decays over total_steps, so a 10M run keeps a 1M run's peak lr ten times as
+# long while the policy std shrinks as fast. Measured by benchmarks/grpo_10m.sh (results/grpo_10m/
+# ant_ppo_diag.md; README "10M steps"): the tuned Ant row at 10M ended at 488 (5 seeds, below its own 1M
+# runs' 1,529), and with lr_decay_steps=1000000, lr_floor=0.1 at 3,519 (5 seeds, 2,183-5,081).
+TUNED_AT_STEPS = 1_000_000
+LONG_RUN_SCHEDULE = {("tuned", "Ant-v5"): "at 10M steps its 5 seeds collapsed to a mean of 488 (its 1M runs: 1,529); "
+                                          "with --lr-decay-steps 1000000 --lr-floor 0.1 they ended at 3,519"}
+
+
+def long_run_warning(cfg: Config) -> Optional[str]:
+    """A warning for a preset row whose lr schedule is measured to fail past TUNED_AT_STEPS, when ``cfg``
+    runs longer than that on the preset's own schedule (None otherwise, or once the user set one)."""
+    why = LONG_RUN_SCHEDULE.get((cfg.preset, cfg.env_id))
+    if why is None or not cfg.anneal_lr or cfg.lr_decay_steps is not None or cfg.lr_floor > 0 \
+            or cfg.total_steps <= TUNED_AT_STEPS:
+        return None
+    return (f"preset {cfg.preset!r} on {cfg.env_id} was tuned at {TUNED_AT_STEPS:,} steps and anneals lr over the "
+            f"whole run; {why} (results/grpo_10m/ant_ppo_diag.md). For {cfg.total_steps:,} steps consider "
+            f"--lr-decay-steps {TUNED_AT_STEPS} --lr-floor 0.1")
+
+
 def applied_env_overrides(cfg: Config) -> dict:
     """The per-env adjustments of ``cfg.preset`` for ``cfg.env_id`` that ``cfg`` carries (not overridden)."""
     table = ENV_OVERRIDES.get(cfg.preset, {}).get(cfg.env_id, {})

@@ -153,3 +153,18 @@ def test_grpo_preset_on_the_command_line(capsys):
         ("grpo", "reset", 256, 0.99, "batch", 3)
     assert out["env_overrides_applied"] == {"start_state": "reset", "horizon": 256, "gamma": 0.99,
                                             "grpo_adv_scale": "batch"}
+
+
+def test_long_run_warning_only_for_the_measured_row_on_its_own_schedule():
+    """The tuned Ant row warns past 1M steps on its own schedule; not at 1M, not with a schedule set, not on
+    another task or preset, not with anneal_lr off."""
+    from ppo_control.config import long_run_warning
+    warn = long_run_warning(make_config("tuned", env_id="Ant-v5", total_steps=10_000_000))
+    assert warn is not None and "--lr-decay-steps 1000000 --lr-floor 0.1" in warn and "10,000,000" in warn
+    assert long_run_warning(make_config("tuned", env_id="Ant-v5", total_steps=1_000_000)) is None
+    assert long_run_warning(make_config("tuned", env_id="Ant-v5", total_steps=10_000_000,
+                                        lr_decay_steps=1_000_000)) is None
+    assert long_run_warning(make_config("tuned", env_id="Ant-v5", total_steps=10_000_000, lr_floor=0.1)) is None
+    assert long_run_warning(make_config("tuned", env_id="Ant-v5", total_steps=10_000_000, anneal_lr=False)) is None
+    assert long_run_warning(make_config("tuned", env_id="Hopper-v5", total_steps=10_000_000)) is None
+    assert long_run_warning(make_config("default", env_id="Ant-v5", total_steps=10_000_000)) is None
