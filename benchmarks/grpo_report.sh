@@ -14,6 +14,7 @@
 #       Walker2d/Ant) against PPO's fast and tuned presets, per env step and per second
 #   results/grpo_tuning/ENV{,_round2,_round3}.{md,csv,png}  changes from each task's base cell (HalfCheetah,
 #       Walker2d, Hopper), a figure per tuning round (below: tuning_round)
+#   results/grpo_tuning/{hopper,ant}_advbatch.{md,csv,png}  batch-scaled advantages against a same-batch base cell
 #   results/grpo_10m/ENV{,_time}.{md,csv,png}  10M steps, GRPO against the tuned PPO preset
 #   results/grpo_10m/targets.md  the 10M target: per task and setting, every seed's final eval against tuned PPO
 #   results/grpo_falling_pilot/ENV.{md,csv,png}  the horizon/gamma settings of benchmarks/grpo_falling_pilot.sh
@@ -125,4 +126,13 @@ for env in HalfCheetah-v5 Walker2d-v5 Hopper-v5; do
         --group-by kl_coef lr group_size update_epochs gamma grpo_adv_scale grpo_step_weight init_log_std num_envs ent_coef grpo_freeze_ended --curve eval/return --metric eval_return \
         --out results/grpo_tuning/$name.png
   done
+done
+# batch-scaled advantages on the falling tasks (grpo_tuning.sh advbatch on Hopper and Ant) against the
+# same-batch base cell (grpo_tuning.sh base: same machine, session and commit), one figure per task
+for env in Hopper-v5 Ant-v5; do
+  runs=$(ls -d results/runs/grpo_tuning/base/${env}__s* results/runs/grpo_tuning/advbatch/${env}__s* 2>/dev/null || true)
+  [ -n "$runs" ] || continue
+  mkdir -p results/grpo_tuning
+  ppo-control plot $runs --group-by grpo_adv_scale --curve eval/return --metric eval_return \
+      --out results/grpo_tuning/$(short $env)_advbatch.png
 done
