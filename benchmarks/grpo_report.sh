@@ -128,7 +128,8 @@ for env in HalfCheetah-v5 Walker2d-v5 Hopper-v5; do
   done
 done
 # batch-scaled advantages on the falling tasks (grpo_tuning.sh advbatch on Hopper and Ant) against the
-# same-batch base cell (grpo_tuning.sh base: same machine, session and commit), one figure per task
+# base cell run beside them (grpo_tuning.sh base; Hopper's base seeds 1-2 are older runs on another CPU model), one
+# figure per task
 for env in Hopper-v5 Ant-v5; do
   runs=$(ls -d results/runs/grpo_tuning/base/${env}__s* results/runs/grpo_tuning/advbatch/${env}__s* 2>/dev/null || true)
   [ -n "$runs" ] || continue
