@@ -16,6 +16,8 @@
 #       Walker2d, Hopper), a figure per tuning round (below: tuning_round)
 #   results/grpo_tuning/{hopper,ant}_advbatch.{md,csv,png}  batch-scaled advantages against a same-batch base cell
 #   results/grpo_10m/ENV{,_time}.{md,csv,png}  10M steps, GRPO against the tuned PPO preset
+#   results/grpo_10m/hopper_advbatch.{md,csv,png}  10M, batch-scaled advantages against per-group scaling, Hopper
+#       seeds run in one batch only (batch s1-5, group s6-10; the group row's seeds 1-5 are older runs on other CPUs)
 #   results/grpo_10m/targets.md  the 10M target: per task and setting, every seed's final eval against tuned PPO
 #   results/grpo_falling_pilot/ENV.{md,csv,png}  the horizon/gamma settings of benchmarks/grpo_falling_pilot.sh
 #       beside setting A (H 32, gamma 0.95)
@@ -137,3 +139,12 @@ for env in Hopper-v5 Ant-v5; do
   ppo-control plot $runs --group-by grpo_adv_scale --curve eval/return --metric eval_return \
       --out results/grpo_tuning/$(short $env)_advbatch.png
 done
+# 10M: batch-scaled advantages against per-group scaling on Hopper, same batch only (one Intel Xeon VM, one session:
+# batch seeds 1-5 and group seeds 6-10; group seeds 1-5 ran earlier on other CPU models and stay out of this figure)
+h10=results/runs/grpo_10m/grpo/Hopper-v5
+runs=$(for d in ${h10}__start_state=visited__horizon=512__gamma=0.998__grpo_adv_scale=batch__s{1,2,3,4,5} \
+                ${h10}__horizon=512__gamma=0.998__s{6,7,8,9,10}; do [ -f "$d/summary.json" ] && echo "$d"; done)
+if [ -n "$runs" ]; then
+  ppo-control plot $runs --group-by grpo_adv_scale --curve eval/return --metric eval_return \
+      --out results/grpo_10m/hopper_advbatch.png
+fi
