@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .advantages import group_relative, within_group_share
-from .rollout import FLAT_FIELDS, collect_groups
+from .rollout import FLAT_FIELDS, clipped_share, collect_groups
 from .update import update
 
 POOL_SIZE = 2048          # visited start states kept (FIFO)
@@ -91,6 +91,7 @@ def iteration(ts) -> dict:
     if cfg.ref_update_every and (ts.iteration + 1) % cfg.ref_update_every == 0:
         ts.ref_policy.load_state_dict(ts.policy.state_dict())  # copies the values
     stats.update(_diagnostics(rounds, data, G))
+    stats["policy/action_clip_frac"] = clipped_share(data["actions"], ts.envs.action_low, ts.envs.action_high)
     if cfg.crn:  # members differ only in their branch action: see advantages.within_group_share
         stats["grpo/branch_spread_share"] = stats["grpo/within_group_share"]
     return stats

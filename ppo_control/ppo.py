@@ -11,7 +11,7 @@ import time
 import torch
 
 from .advantages import gae
-from .rollout import collect_steps, rollout_values
+from .rollout import clipped_share, collect_steps, rollout_values
 from .update import update
 
 
@@ -39,4 +39,5 @@ def iteration(ts) -> dict:
     var_y = torch.var(y)
     stats["losses/explained_variance"] = float("nan") if var_y == 0 else float(1 - torch.var(y - v) / var_y)
     stats["charts/steps_this_iter"] = batch.rewards.numel()
+    stats["policy/action_clip_frac"] = clipped_share(batch.actions, ts.envs.action_low, ts.envs.action_high)
     return stats

@@ -70,6 +70,18 @@ class RolloutState:
         return eps
 
 
+def clipped_share(actions: torch.Tensor, low: np.ndarray, high: np.ndarray) -> float:
+    """Share of the action components in ``actions [..., act_dim]`` (raw Gaussian samples) outside
+    ``[low, high]``, i.e. changed by the clipping before ``envs.step``. The log-probs are those of the raw
+    samples, so where this share is large the policy's std no longer matches what the env receives
+    (logged as ``policy/action_clip_frac``)."""
+    if actions.numel() == 0:
+        return 0.0
+    lo = torch.as_tensor(low, dtype=actions.dtype, device=actions.device)
+    hi = torch.as_tensor(high, dtype=actions.dtype, device=actions.device)
+    return float(((actions < lo) | (actions > hi)).float().mean())
+
+
 def record_step(rs: RolloutState, reward: np.ndarray, done: np.ndarray) -> None:
     """Accumulate raw rewards [N]; finished episodes go to ``rs.episodes``."""
     rs.ep_return += reward

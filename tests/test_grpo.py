@@ -158,7 +158,7 @@ def test_grpo_run_logs_group_diagnostics_and_resumes_exactly(tiny, tmp_path, mon
     full = train(g_cfg(tiny, run_name="full", start_state="visited", total_steps=400))
     rows = read_jsonl(tmp_path / "full" / "metrics.jsonl")
     for key in ("grpo/group_return_std", "grpo/zero_signal_frac", "grpo/kl_ref", "grpo/adv_std",
-                "grpo/group_step_share_max", "losses/clipfrac"):
+                "grpo/group_step_share_max", "losses/clipfrac", "policy/action_clip_frac"):
         assert key in rows[-1], key
     real, calls = grpo.iteration, {"n": 0}
 

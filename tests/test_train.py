@@ -43,7 +43,7 @@ def test_outputs_and_checkpoint_round_trip(tiny, tmp_path):
     assert [r["iteration"] for r in rows] == [1, 2]
     for key in ("charts/episodic_return", "charts/SPS", "losses/policy_loss", "losses/value_loss",
                 "losses/entropy", "losses/approx_kl", "losses/clipfrac", "losses/explained_variance",
-                "losses/dual_clip_frac", "policy/std_mean"):
+                "losses/dual_clip_frac", "policy/std_mean", "policy/action_clip_frac"):
         assert key in rows[-1], key
     t = rows[-1]  # where the iteration's time went: both phases timed, together within the wall time
     assert t["time/collect_s"] > 0 and t["time/update_s"] > 0
