@@ -57,15 +57,15 @@ def log_std_shift(ts, data: dict, seed: int) -> float:
     policy = copy.deepcopy(ts.policy)
     opt = make_optimizer([policy], ts.cfg)
     opt.load_state_dict(ts.optimizer.state_dict())
-    before = float(policy.clamped_log_std().mean())
+    before = float(policy.clamped_log_std().detach().mean())
     update(policy, None, opt, data, ts.cfg, torch.Generator().manual_seed(seed), norm_adv=False)
-    return float(policy.clamped_log_std().mean()) - before
+    return float(policy.clamped_log_std().detach().mean()) - before
 
 
 def measure(ts, rounds: int, near: int) -> dict:
     """Per variant the mean log_std shift of one update, averaged over ``rounds`` fresh group rounds."""
     cfg, G = ts.cfg, ts.cfg.group_size
-    shift = {v: 0.0 for v in VARIANTS}
+    shift = {v: [] for v in VARIANTS}
     near_share = []
     for r in range(rounds):
         gr, trained_len, *_ = grpo._round(ts, cfg.num_envs // G, grpo._max_len(ts))
@@ -78,9 +78,18 @@ def measure(ts, rounds: int, near: int) -> dict:
         for v in VARIANTS:
             data = dict(base, advantages=adv["group" if v == "group" else "batch"])
             if v in ("near", "other"):
-                data["weights"] = base["weights"] * (nf if v == "near" else 1 - nf)
-            shift[v] += log_std_shift(ts, data, cfg.seed * 1000 + r) / rounds
-    return {"shift": shift, "near_steps": float(np.mean(near_share)), "std": float(ts.policy.std().mean())}
+                keep = nf if v == "near" else 1 - nf
+                if not keep.any():  # no step of that kind this round (HalfCheetah never falls): nothing to measure
+                    continue
+                data["weights"] = base["weights"] * keep
+            shift[v].append(log_std_shift(ts, data, cfg.seed * 1000 + r))
+    return {"shift": {v: float(np.mean(x)) if x else float("nan") for v, x in shift.items()},
+            "near_steps": float(np.mean(near_share)), "std": float(ts.policy.std().detach().mean())}
+
+
+def _mean(rows: list, variant: str) -> str:
+    x = [r["shift"][variant] for r in rows if np.isfinite(r["shift"][variant])]
+    return f"{np.mean(x):+.4f}" if x else "—"
 
 
 def main() -> int:
@@ -131,8 +140,7 @@ def main() -> int:
             cell = lambda v: (f"**{np.mean([r['shift'][v] for r in rs]):+.4f}** ["  # noqa: E731
                               + ", ".join(f"{r['shift'][v]:+.4f}" for r in rs) + "]")
             lines.append(f"| {env} | {np.mean([r['steps'] for r in rs]):,.0f} | {np.mean([r['std'] for r in rs]):.2f} | "
-                         f"{cell('group')} | {cell('batch')} | {np.mean([r['shift']['near'] for r in rs]):+.4f} | "
-                         f"{np.mean([r['shift']['other'] for r in rs]):+.4f} | "
+                         f"{cell('group')} | {cell('batch')} | {_mean(rs, 'near')} | {_mean(rs, 'other')} | "
                          f"{np.mean([r['near_steps'] for r in rs]):.2f} |")
     prov = provenance(["python"] + sys.argv, seeds=args.seeds)
     text = "\n".join(lines) + f"\n\nWall time: {time.time() - t0:.0f} s.\n\n" + \
