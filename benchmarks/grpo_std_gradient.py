@@ -16,7 +16,7 @@ of the policy and optimizer, once per variant, and records how far the mean log_
 - ``group`` / ``batch``: the round's per-step advantages with per-group or batch scaling (same rollouts,
   same minibatch order);
 - ``near`` / ``other``: batch scaling with only the steps at most ``--near`` steps before a member's fall
-  (``terminated``), or only the other steps, kept in the loss (the rest weigh 0).
+  (``terminated``), or only the other steps, in the update (the rest dropped from the data).
 
 Seed means in the table; > 0 means the update raises the std.
 """
@@ -77,11 +77,11 @@ def measure(ts, rounds: int, near: int) -> dict:
         near_share.append(float(nf.mean()))
         for v in VARIANTS:
             data = dict(base, advantages=adv["group" if v == "group" else "batch"])
-            if v in ("near", "other"):
-                keep = nf if v == "near" else 1 - nf
-                if not keep.any():  # no step of that kind this round (HalfCheetah never falls): nothing to measure
+            if v in ("near", "other"):  # only those steps, with their weights (the loss is a weighted mean per minibatch)
+                keep = nf.bool() if v == "near" else ~nf.bool()
+                if int(keep.sum()) < cfg.num_minibatches:  # too few such steps this round (HalfCheetah never falls)
                     continue
-                data["weights"] = base["weights"] * keep
+                data = {k: x[keep] if x is not None else None for k, x in data.items()}
             shift[v].append(log_std_shift(ts, data, cfg.seed * 1000 + r))
     return {"shift": {v: float(np.mean(x)) if x else float("nan") for v, x in shift.items()},
             "near_steps": float(np.mean(near_share)), "std": float(ts.policy.std().detach().mean())}
@@ -129,7 +129,7 @@ def main() -> int:
              "Seed means (per seed in brackets) of the change in mean log_std over one update (the package's "
              "update: epochs x minibatches, clipped surrogate, Adam with the run's moments) on the same rollouts. "
              f"near / other: batch scaling, only the steps at most {args.near} steps before a fall / only the others "
-             f"kept in the loss. Each task's grpo preset row, trained in process with advantage scale "
+             f"in the update. Each task's grpo preset row, trained in process with advantage scale "
              f"{args.train_scale}, lr held at the preset's.", "",
              "| task | trained env steps (seed mean) | std | per-group | batch-scaled | batch, near a fall only | "
              "batch, other steps only | steps near a fall |",
