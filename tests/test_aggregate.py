@@ -8,6 +8,7 @@ import pytest
 from ppo_control.experiments.aggregate import (bootstrap_ci, curve_auc, format_value, group_runs, iqm, load_run,
                                                load_runs, markdown_table, ratio_ci, run_rows, seed_stats, summarize,
                                                varying_fields, write_tables)
+from bench_module import load_benchmark
 from rundirs import write_run
 
 
@@ -157,15 +158,7 @@ def test_peak_of_the_seed_mean_eval_curve_by_hand(tmp_path):
 
 
 def _grpo_targets():
-    """benchmarks/grpo_targets.py as a module (benchmarks/ is not a package)."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "grpo_targets.py"
-    spec = importlib.util.spec_from_file_location("grpo_targets", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("grpo_targets")
 
 
 def test_grpo_targets_late_eval_averages_the_evals_from_8m_on():

@@ -1,6 +1,4 @@
 """benchmarks/grpo_std_gradient.py: the near-a-fall mask by hand, and the sign of its log-std measurement."""
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace
 
 import torch
@@ -9,13 +7,11 @@ from ppo_control.config import make_config
 from ppo_control.networks import make_policy
 from ppo_control.update import make_optimizer
 
+from bench_module import load_benchmark
+
 
 def _module():
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "grpo_std_gradient.py"
-    spec = importlib.util.spec_from_file_location("grpo_std_gradient", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("grpo_std_gradient")
 
 
 def test_near_fall_marks_the_last_steps_before_a_termination():
