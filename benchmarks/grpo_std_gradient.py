@@ -70,15 +70,15 @@ def measure(ts, rounds: int, near: int) -> dict:
     for r in range(rounds):
         gr, trained_len, *_ = grpo._round(ts, cfg.num_envs // G, grpo._max_len(ts))
         b = gr.batch
-        nf = near_fall(b.terminated, b.mask, near)[b.mask].float()
+        nf = near_fall(b.terminated, b.mask, near)[b.mask]  # [B] bool over the trained steps
         adv = {s: group_relative(b.rewards, b.mask, G, cfg.gamma, cfg.grpo_advantage, cfg.leave_one_out,
                                  zero_threshold=cfg.zero_signal_threshold, scale=s)[0][b.mask] for s in SCALES}
         base = grpo._merge([(b, trained_len)], cfg.num_envs, cfg.grpo_step_weight)
-        near_share.append(float(nf.mean()))
+        near_share.append(float(nf.float().mean()))
         for v in VARIANTS:
             data = dict(base, advantages=adv["group" if v == "group" else "batch"])
             if v in ("near", "other"):  # only those steps, with their weights (the loss is a weighted mean per minibatch)
-                keep = nf.bool() if v == "near" else ~nf.bool()
+                keep = nf if v == "near" else ~nf
                 if int(keep.sum()) < cfg.num_minibatches:  # too few such steps this round (HalfCheetah never falls)
                     continue
                 data = {k: x[keep] if x is not None else None for k, x in data.items()}
@@ -87,9 +87,12 @@ def measure(ts, rounds: int, near: int) -> dict:
             "near_steps": float(np.mean(near_share)), "std": float(ts.policy.std().detach().mean())}
 
 
-def _mean(rows: list, variant: str) -> str:
+def _cell(rows: list, variant: str, per_seed: bool = False) -> str:
+    """The seed mean of one variant's shift (bold, with each seed's value, where ``per_seed``); — if none measured."""
     x = [r["shift"][variant] for r in rows if np.isfinite(r["shift"][variant])]
-    return f"{np.mean(x):+.4f}" if x else "—"
+    if not x:
+        return "—"
+    return f"**{np.mean(x):+.4f}** [" + ", ".join(f"{v:+.4f}" for v in x) + "]" if per_seed else f"{np.mean(x):+.4f}"
 
 
 def main() -> int:
@@ -137,10 +140,8 @@ def main() -> int:
     for env in args.envs:
         for k in args.train_steps:
             rs = [r for r in rows if r["env"] == env and r["mark"] == k]
-            cell = lambda v: (f"**{np.mean([r['shift'][v] for r in rs]):+.4f}** ["  # noqa: E731
-                              + ", ".join(f"{r['shift'][v]:+.4f}" for r in rs) + "]")
             lines.append(f"| {env} | {np.mean([r['steps'] for r in rs]):,.0f} | {np.mean([r['std'] for r in rs]):.2f} | "
-                         f"{cell('group')} | {cell('batch')} | {_mean(rs, 'near')} | {_mean(rs, 'other')} | "
+                         f"{_cell(rs, 'group', True)} | {_cell(rs, 'batch', True)} | {_cell(rs, 'near')} | {_cell(rs, 'other')} | "
                          f"{np.mean([r['near_steps'] for r in rs]):.2f} |")
     prov = provenance(["python"] + sys.argv, seeds=args.seeds)
     text = "\n".join(lines) + f"\n\nWall time: {time.time() - t0:.0f} s.\n\n" + \
