@@ -162,7 +162,8 @@ def _diagnostics(rounds, data: dict, G: int) -> dict:
 
 
 def _merge(parts, members: int, step_weight: str = "rollout") -> dict:
-    """Flatten the rounds' trained steps with their loss weights (summing to 1 over the batch).
+    """Flatten the rounds' trained steps with their loss weights (summing to 1 over the batch;
+    ``update`` renormalises them within each minibatch, see ``losses.weighted_mean``).
 
     ``rollout``: each step of member i weighs 1/(members * len_i), so every rollout counts once however
     long it is (GRPO's 1/|o_i| average); ``step``: every trained step weighs 1/(trained steps), a plain

@@ -49,7 +49,11 @@ def kl_k3(logp: torch.Tensor, logp_ref: torch.Tensor) -> torch.Tensor:
 
 
 def weighted_mean(x: torch.Tensor, weights: Optional[torch.Tensor]) -> torch.Tensor:
-    """Plain mean, or sum(w*x)/sum(w) for per-sample weights ``[B]``."""
+    """Plain mean, or sum(w*x)/sum(w) for per-sample weights ``[B]``.
+
+    ``update`` calls this on each minibatch, so GRPO's 1/(G*len_i) weights (which sum to 1 over the
+    whole batch) are renormalised inside every minibatch: they set how steps weigh against each other
+    within a minibatch, and every minibatch step counts the same whatever its weights' total."""
     if weights is None:
         return x.mean()
     return (x * weights).sum() / weights.sum()
