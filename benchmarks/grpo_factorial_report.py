@@ -9,6 +9,9 @@ No training: reads the run directories of ``benchmarks/grpo_factorial.sh``. Writ
 - main effects: each factor level's mean over all cells of that level, on the seeds every cell has (a
   balanced comparison; the extra seeds of the best cells are left out of it), and the same restricted to
   one horizon, because the factors interact with it;
+- paired contrasts on the same seeds (CRN on - off, per_step - outcome, each pair of start sources): the
+  difference between two cells that differ in that factor alone, its mean over such pairs with a bootstrap CI
+  and how many pairs it favours, so an effect can be told from noise and from one outlying cell;
 - per cell, the run-mean GRPO diagnostics (within-group share of the return variance — with CRN the share
   the branch action explains —, zero-signal groups, group return std, approx KL, clipfrac) and updates;
 
@@ -27,10 +30,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grpo_diagnostics import KEYS, run_means  # noqa: E402
 
-from ppo_control.experiments.aggregate import load_runs, provenance, provenance_text, seed_stats, write_csv  # noqa: E402
+from ppo_control.experiments.aggregate import (bootstrap_ci, load_runs, provenance, provenance_text,  # noqa: E402
+                                              seed_stats, write_csv)
 
 FACTORS = ("start_state", "crn", "grpo_advantage")
 LEVELS = {"start_state": ("reset", "visited", "branch"), "crn": (False, True), "grpo_advantage": ("outcome", "per_step")}
+# the paired contrasts of the report: (factor, level a, level b), reported as a - b
+CONTRASTS = (("crn", True, False), ("grpo_advantage", "per_step", "outcome"), ("start_state", "visited", "reset"),
+             ("start_state", "branch", "reset"), ("start_state", "branch", "visited"))
 PPO_DEFAULT = Path("results/runs/mujoco_suite/ppo_default")
 
 
@@ -124,7 +131,37 @@ def main_effects(runs, horizons):
         for lv in LEVELS[f]:
             vals = [np.mean([r.metric("eval_return") for r in rs if r.config[f] == lv]) for _, rs, _ in scopes]
             lines.append(f"| {f} | {_label(lv)} | " + " | ".join(_n(v) for v in vals) + " |")
+    lines += ["", "Paired contrasts, on the same seeds: level a minus level b, per pair of cells that differ only in "
+              "that factor (same other factors and horizon, each cell its mean over the seeds); mean difference "
+              "[95% bootstrap CI over the pairs] (pairs where a is higher / pairs):", "",
+              "| factor | a - b | " + " | ".join(name for name, _, _ in scopes) + " |", "|---|---|" + "---:|" * len(scopes)]
+    per_scope = [contrasts(rs) for _, rs, _ in scopes]
+    for i, (f, a, b) in enumerate(CONTRASTS):
+        cells = []
+        for c in per_scope:
+            d = c[i]["diffs"]
+            lo, hi = bootstrap_ci(d)
+            cells.append(f"{_n(np.mean(d))} [{_n(lo)}, {_n(hi)}] ({int((d > 0).sum())}/{len(d)})" if len(d) else "—")
+        lines.append(f"| {f} | {_label(a)} - {_label(b)} | " + " | ".join(cells) + " |")
     return lines
+
+
+def contrasts(runs):
+    """Per entry of CONTRASTS (factor, level a, level b): ``{"factor", "a", "b", "diffs"}``, where ``diffs``
+    holds, for every cell at level a whose partner at level b (same other factors, same horizon/gamma) also
+    has runs, the partner's mean final eval subtracted from the cell's. Cells are means over their runs."""
+    evals = {}
+    for r in runs:
+        key = tuple(r.config[f] for f in FACTORS) + ((r.config["horizon"], r.config["gamma"]),)
+        evals.setdefault(key, []).append(r.metric("eval_return"))
+    means = {k: float(np.mean(v)) for k, v in evals.items()}
+    out = []
+    for f, a, b in CONTRASTS:
+        i = FACTORS.index(f)
+        diffs = [m - means[k[:i] + (b,) + k[i + 1:]] for k, m in sorted(means.items(), key=lambda kv: repr(kv[0]))
+                 if k[i] == a and k[:i] + (b,) + k[i + 1:] in means]
+        out.append({"factor": f, "a": a, "b": b, "diffs": np.asarray(diffs, dtype=float)})
+    return out
 
 
 def plot(per_task, path):
