@@ -158,8 +158,8 @@ def contrasts(runs):
     out = []
     for f, a, b in CONTRASTS:
         i = FACTORS.index(f)
-        diffs = [m - means[k[:i] + (b,) + k[i + 1:]] for k, m in sorted(means.items(), key=lambda kv: repr(kv[0]))
-                 if k[i] == a and k[:i] + (b,) + k[i + 1:] in means]
+        partners = {k: k[:i] + (b,) + k[i + 1:] for k in sorted(means, key=repr) if k[i] == a}
+        diffs = [means[k] - means[p] for k, p in partners.items() if p in means]
         out.append({"factor": f, "a": a, "b": b, "diffs": np.asarray(diffs, dtype=float)})
     return out
 
