@@ -14,10 +14,10 @@
 # them too), ppo (the tuned preset) and ppo:FIELD=V[:FIELD=V...] (the tuned preset with config fields set
 # through --grid, e.g. ppo:lr_decay_steps=1000000:lr_floor=0.1, the lr schedule of a 1M run held at 10M;
 # the run name carries them), ppo_default and ppo_default:FIELD=V... (the same on PPO's default preset, into
-# $OUT/ppo_default: measured 29-30 min a run on HalfCheetah and 39-41 on Walker2d, two at a time on 2 cores; Ant
-# is guessed at 60-120 min from the 1M wall times of results/runs/mujoco_suite/ppo_default). Default: HalfCheetah's first GRPO setting (visited H 32 /
-# 0.95) and PPO; the ablation's best HalfCheetah cell is grpo:reset:256:0.995
-# (results/grpo_factorial/reading.md).
+# $OUT/ppo_default: measured 28-30 min a run on HalfCheetah and 39-41 on Walker2d, two at a time on 2 cores;
+# Ant is guessed at 60-120 min from the 1M wall times of results/runs/mujoco_suite/ppo_default). Default:
+# HalfCheetah's first GRPO setting (visited H 32 / 0.95) and PPO; the ablation's best HalfCheetah cell is
+# grpo:reset:256:0.995 (results/grpo_factorial/reading.md).
 # Checkpoints are git-ignored: to go on in another checkout, commit each unfinished run's checkpoint.pt
 # with `git add -f` (a stopped chunk prints which runs are unfinished).
 set -eu

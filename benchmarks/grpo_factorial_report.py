@@ -49,6 +49,11 @@ def _label(v):
     return {False: "off", True: "on"}.get(v, str(v)) if isinstance(v, bool) else str(v)
 
 
+def _cell_key(r):
+    """A run's cell: its level of each factor in FACTORS, then its (horizon, gamma)."""
+    return tuple(r.config[f] for f in FACTORS) + ((r.config["horizon"], r.config["gamma"]),)
+
+
 def _cell(runs, key):
     return [r for r in runs if tuple(r.config[f] for f in FACTORS) == key]
 
@@ -108,14 +113,11 @@ def main_effects(runs, horizons):
     done = [r for r in runs if r.status == "finished"]
     n_cells = len(LEVELS["start_state"]) * len(LEVELS["crn"]) * len(LEVELS["grpo_advantage"])
 
-    def cell(r):
-        return tuple(r.config[f] for f in FACTORS), (r.config["horizon"], r.config["gamma"])
-
     def balanced(hs):
-        rs = [r for r in done if cell(r)[1] in hs]
+        rs = [r for r in done if _cell_key(r)[-1] in hs]
         seeds = {}
         for r in rs:
-            seeds.setdefault(cell(r), set()).add(r.config["seed"])
+            seeds.setdefault(_cell_key(r), set()).add(r.config["seed"])
         common = set.intersection(*seeds.values()) if len(seeds) == n_cells * len(hs) else set()
         return [r for r in rs if r.config["seed"] in common], sorted(common)
 
@@ -152,8 +154,7 @@ def contrasts(runs):
     has runs, the partner's mean final eval subtracted from the cell's. Cells are means over their runs."""
     evals = {}
     for r in runs:
-        key = tuple(r.config[f] for f in FACTORS) + ((r.config["horizon"], r.config["gamma"]),)
-        evals.setdefault(key, []).append(r.metric("eval_return"))
+        evals.setdefault(_cell_key(r), []).append(r.metric("eval_return"))
     means = {k: float(np.mean(v)) for k, v in evals.items()}
     out = []
     for f, a, b in CONTRASTS:

@@ -21,7 +21,7 @@ class FakeRun:
         return self.value
 
 
-def _by(rep, out):
+def _by(out):
     return {(c["factor"], c["a"], c["b"]): sorted(c["diffs"].tolist()) for c in out}
 
 
@@ -32,7 +32,7 @@ def test_contrasts_pair_cells_that_differ_in_one_factor_only(rep):
             FakeRun("reset", True, "per_step", 1, 60.0),
             FakeRun("visited", False, "outcome", 1, 30.0),                 # no CRN-on or per-step partner
             FakeRun("branch", False, "outcome", 1, 99.0, horizon=256, gamma=0.995)]  # other horizon: no partner
-    got = _by(rep, rep.contrasts(runs))
+    got = _by(rep.contrasts(runs))
     assert got[("crn", True, False)] == [-10.0, 20.0]           # 5 - 15, 60 - 40
     assert got[("grpo_advantage", "per_step", "outcome")] == [25.0, 55.0]  # 40 - 15, 60 - 5
     assert got[("start_state", "visited", "reset")] == [15.0]   # 30 - 15
