@@ -5,7 +5,8 @@
 No training: reads the finished tuned-PPO Ant runs of the 1M study (results/runs/tuned_1m/Ant), of the 10M
 campaign (results/runs/grpo_10m/ppo_tuned/Ant-v5__s*) and of its lr-schedule control (the same preset with
 lr_decay_steps=1M, lr_floor=0.1: `SETTINGS=ppo:lr_decay_steps=1000000:lr_floor=0.1 bash benchmarks/grpo_10m.sh`),
-and prints, at fixed env steps, each group's seed mean of
+and, for comparison, PPO's default preset at 1M (results/runs/mujoco_suite/ppo_default) and at 10M
+(`SETTINGS=ppo_default bash benchmarks/grpo_10m.sh`); it prints, at fixed env steps, each group's seed mean of
 the logged learning rate, policy std, approximate KL, clip fraction and training episode length (iterations
 within 50k steps of the mark), plus the deterministic periodic evaluation nearest the mark. Both groups run the
 same preset; `anneal_lr` ties the linear decay to `total_steps`, so at 1M steps the 1M runs are at lr ~0 while the
@@ -26,7 +27,9 @@ from ppo_control.metrics import JSONL_NAME, read_jsonl
 
 GROUPS = {"1M runs (tuned_1m)": "results/runs/tuned_1m/Ant/Ant-v5__s*",
           "10M runs (grpo_10m/ppo_tuned)": "results/runs/grpo_10m/ppo_tuned/Ant-v5__s*",
-          "10M control: lr_decay_steps=1M, lr_floor=0.1": "results/runs/grpo_10m/ppo_tuned/Ant-v5__lr_decay_steps=1000000__lr_floor=0.1__s*"}
+          "10M control: lr_decay_steps=1M, lr_floor=0.1": "results/runs/grpo_10m/ppo_tuned/Ant-v5__lr_decay_steps=1000000__lr_floor=0.1__s*",
+          "default preset, 1M runs (mujoco_suite)": "results/runs/mujoco_suite/ppo_default/Ant-v5__ppo__s*",
+          "default preset, 10M runs (grpo_10m/ppo_default)": "results/runs/grpo_10m/ppo_default/Ant-v5__s*"}
 MARKS = [0.25e6, 0.5e6, 1e6, 2e6, 5e6, 10e6]
 KEYS = [("lr", "charts/learning_rate", "{:.5f}"), ("std", "policy/std_mean", "{:.3f}"),
         ("approx KL", "losses/approx_kl", "{:.3f}"), ("clip frac", "losses/clipfrac", "{:.2f}"),
@@ -54,7 +57,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="results/grpo_10m/ant_ppo_diag.md")
     args = p.parse_args()
-    lines = ["# Tuned PPO on Ant-v5: the same preset at 1M and at 10M steps", "",
+    lines = ["# PPO on Ant-v5: the same preset at 1M and at 10M steps (tuned preset, its lr control, default preset)", "",
              "Seed means at each mark (iterations within 50k steps of it); eval = deterministic periodic evaluation "
              "nearest the mark; diverging = iterations flagged `charts/diverging` (approx KL > 1) per run, whole run.", "",
              "| runs | seeds | steps | " + " | ".join(n for n, _, _ in KEYS) + " | eval |",
@@ -84,7 +87,7 @@ def main() -> int:
             lines.append(f"| {label} | {len(pts)} | {mark / 1e6:g}M | " + " | ".join(cells) + f" | {ev:,.0f} |")
         lines.append(f"| {label}: diverging iterations per run | {len(dirs)} | | " + ", ".join(map(str, div))
                      + " |" + " |" * len(KEYS))
-    lines += ["", "The same seed numbers are different runs in the two groups (different total_steps, so a "
+    lines += ["", "The same seed numbers are different runs in different groups (different total_steps, so a "
               "different schedule from the first update on).", "", "The runs read:", *made, "",
               "This table:"]
     prov = provenance(["python"] + sys.argv, seeds=sorted(set(s for s in seeds_all if s is not None)))
