@@ -8,8 +8,8 @@ lr_decay_steps=1M, lr_floor=0.1: `SETTINGS=ppo:lr_decay_steps=1000000:lr_floor=0
 and, for comparison, PPO's default preset at 1M (results/runs/mujoco_suite/ppo_default) and at 10M
 (`SETTINGS=ppo_default bash benchmarks/grpo_10m.sh`); it prints, at fixed env steps, each group's seed mean of
 the logged learning rate, policy std, approximate KL, clip fraction and training episode length (iterations
-within 50k steps of the mark), plus the deterministic periodic evaluation nearest the mark. Both groups run the
-same preset; `anneal_lr` ties the linear decay to `total_steps`, so at 1M steps the 1M runs are at lr ~0 while the
+within 50k steps of the mark), plus the deterministic periodic evaluation nearest the mark. Within a preset the
+1M and 10M groups run the same settings; `anneal_lr` ties the linear decay to `total_steps`, so at 1M steps the 1M runs are at lr ~0 while the
 10M runs are still at 0.9 of the peak. The table shows what that does; the control group tests it (a group with
 no finished run yet is listed as missing, not dropped silently).
 """
