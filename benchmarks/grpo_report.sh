@@ -62,9 +62,9 @@ for env in HalfCheetah-v5 Hopper-v5 Walker2d-v5 Ant-v5; do
   runs10=$(for d in results/runs/grpo_10m/*/${env}__*; do [ -f "$d/summary.json" ] && echo "$d"; done)  # finished only
   [ -n "$runs10" ] || continue
   mkdir -p results/grpo_10m
-  ppo-control plot $runs10 --group-by algo preset start_state horizon gamma grpo_adv_scale ent_coef lr_decay_steps lr_floor --curve eval/return --metric eval_return \
+  ppo-control plot $runs10 --group-by algo preset start_state horizon gamma grpo_adv_scale ent_coef log_std_max lr_decay_steps lr_floor --curve eval/return --metric eval_return \
       --out results/grpo_10m/${low}.png
-  ppo-control plot $runs10 --group-by algo preset start_state horizon gamma grpo_adv_scale ent_coef lr_decay_steps lr_floor --curve eval/return --metric eval_return \
+  ppo-control plot $runs10 --group-by algo preset start_state horizon gamma grpo_adv_scale ent_coef log_std_max lr_decay_steps lr_floor --curve eval/return --metric eval_return \
       --x time --out results/grpo_10m/${low}_time.png
 done
 # experiment 1, the ablation (benchmarks/grpo_factorial.sh): cells x horizon, main effects, diagnostics, figure

@@ -55,7 +55,7 @@ POOL_KEYS = [k for k in GRPO_KEYS if k not in ("batch", "grpo_freeze_ended")]
 MIN_SEEDS = 5  # the house rule for a claim
 MIN_SEEDS_TASK = {"HalfCheetah-v5": 10}  # bimodal runs: the house rule asks for 10 seeds there
 TEN_M = R / "grpo_10m"  # benchmarks/grpo_10m.sh: grpo/ENV__..., ppo_tuned/ENV__sSEED
-TEN_M_KEYS = [k for k in POOL_KEYS if k != "batch"]
+TEN_M_KEYS = [k for k in POOL_KEYS if k != "batch"] + ["log_std_max"]  # 10M only: the std-cap runs (grpo:...:log_std_max=0)
 TEN_M_NEED = 3  # the 10M target: within 10% of tuned PPO on 3 of the 4 tasks
 LABEL_KEYS = ("start_state", "horizon", "gamma", "grpo_adv_scale")  # the 10M table's GRPO setting column
 LATE_FROM = 8_000_000  # the 10M table's side column: each seed's periodic evals from here on, averaged
