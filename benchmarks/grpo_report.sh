@@ -148,3 +148,16 @@ if [ -n "$runs" ]; then
   ppo-control plot $runs --group-by grpo_adv_scale --curve eval/return --metric eval_return \
       --out results/grpo_10m/hopper_advbatch.png
 fi
+# 10M: the std cap on Hopper, batch-scaled advantages with --log-std-max 0 (std at most 1; SETTINGS=
+# grpo:visited:512:0.998:batch:log_std_max=0) against the same flags uncapped, seeds 1-5 each (both Intel Xeon,
+# two at a time, but two sessions apart: a different batch)
+runs=$(for d in ${h10}__start_state=visited__horizon=512__gamma=0.998__grpo_adv_scale=batch__s{1,2,3,4,5} \
+                ${h10}__start_state=visited__horizon=512__gamma=0.998__grpo_adv_scale=batch__log_std_max=0__s{1,2,3,4,5}; do
+         [ -f "$d/summary.json" ] && echo "$d"; done)
+if [ -n "$runs" ]; then
+  ppo-control plot $runs --group-by log_std_max --curve eval/return --metric eval_return \
+      --out results/grpo_10m/hopper_stdcap.png
+  ppo-control plot $runs --group-by log_std_max --curve charts/episodic_return --metric final_return \
+      --out results/grpo_10m/hopper_stdcap_train.png
+  python benchmarks/grpo_stdcap_report.py --out results/grpo_10m/hopper_stdcap_table.md $runs
+fi
