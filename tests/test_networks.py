@@ -51,6 +51,23 @@ def test_log_std_clamped_so_std_never_underflows():
     assert float(lp[0]) == pytest.approx(2 * (5.0 - 0.9189385332046727), rel=1e-6)
 
 
+def test_log_std_max_caps_the_std_and_stops_its_gradient():
+    # --log-std-max 0 (the Hopper 10M std cap): a component past the cap acts as std 1 and gets no gradient,
+    # one below it moves as usual: d logp / d log_s = z^2 - 1
+    pi = _pi(2, 2, log_std_min=-5.0, log_std_max=0.0)
+    with torch.no_grad():
+        pi.mean_net[-1].weight.zero_()
+        pi.mean_net[-1].bias.zero_()  # mean 0 for every obs
+        pi.log_std.copy_(torch.tensor([0.5, -1.0]))
+    assert torch.allclose(pi.std(), torch.tensor([1.0, 0.36787944]))
+    lp, _ = pi.log_prob_entropy(torch.zeros(1, 2), torch.tensor([[2.0, 0.5]]))
+    lp.sum().backward()
+    z1 = 0.5 / 0.36787944  # 1.3591409
+    assert float(lp[0]) == pytest.approx(-0.5 * 4.0 - 0.5 * z1 * z1 + 1.0 - 2 * 0.9189385332046727, rel=1e-6)
+    assert float(pi.log_std.grad[0]) == 0.0
+    assert float(pi.log_std.grad[1]) == pytest.approx(z1 * z1 - 1.0, rel=1e-5)  # 0.8472640
+
+
 def test_initial_policy_mean_is_near_zero():
     torch.manual_seed(0)
     assert _pi(11, 3)(torch.randn(100, 11)).abs().max() < 0.1  # output gain 0.01
