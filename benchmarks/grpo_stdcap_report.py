@@ -21,11 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ppo_control.experiments.aggregate import bootstrap_ci, provenance, provenance_text, ratio_ci
+from grpo_targets import LATE_FROM, late_eval  # the 10M table's "late eval": one definition for both reports
+from ppo_control.checkpoint import atomic_write_text
+from ppo_control.experiments.aggregate import bootstrap_ci, load_run, provenance, provenance_text, ratio_ci
 from ppo_control.metrics import JSONL_NAME, read_jsonl
 
 MARKS = (1e6, 5e6, 10e6)
-LATE_FROM = 8e6
 
 
 def std_at(rows: list, mark: float) -> float:
@@ -35,18 +36,15 @@ def std_at(rows: list, mark: float) -> float:
 
 
 def read_run(d: Path) -> dict:
-    cfg = json.loads((d / "config.json").read_text())
-    summ = json.loads((d / "summary.json").read_text())
+    run = load_run(d, curve_key="eval/return")  # config with defaults filled in, summary, periodic evals
+    env = json.loads((d / "config.json").read_text()).get("environment", {})
     rows = read_jsonl(d / JSONL_NAME)
-    late = [r["eval/return"] for r in rows if r.get("eval/return") is not None and r["global_step"] >= LATE_FROM]
     tail = [r for r in rows if r["global_step"] >= LATE_FROM and r.get("grpo/group_return_mean") is not None]
-    c = cfg.get("config", cfg)
-    env = cfg.get("environment", {})
-    return {"dir": d, "seed": c.get("seed"), "cap": c.get("log_std_max"), "eval": float(summ["eval_return"]),
-            "late": float(np.mean(late)) if late else float("nan"),
+    return {"seed": run.config["seed"], "cap": run.config["log_std_max"], "eval": run.metric("eval_return"),
+            "late": late_eval(run),
             "train": float(np.mean([r["grpo/group_return_mean"] for r in tail])) if tail else float("nan"),
             "len": float(np.mean([r["grpo/member_len_mean"] for r in tail])) if tail else float("nan"),
-            "std": [std_at(rows, m) for m in MARKS], "wall": float(summ.get("wall_time") or 0.0),
+            "std": [std_at(rows, m) for m in MARKS], "wall": run.metric("wall_time"),
             "commit": (env.get("commit") or "?")[:7], "cpu": env.get("cpu") or "?"}
 
 
@@ -92,17 +90,13 @@ def main(argv=None) -> int:
         lines.append(f"- {name}: capped / uncapped = {100 * np.mean(a) / np.mean(b):.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]")
     lines += ["", "Mean [95% percentile-bootstrap CI] over seeds; ratios resample each group's seeds on its own "
               "(10,000 draws). Final eval: 10 deterministic episodes of the final policy; late eval: each seed's mean "
-              "periodic evaluation (every 250k steps, 5 episodes) from 8M steps on; training return: the last 10 "
+              "periodic evaluation (every 250k steps, 5 episodes) from 8M steps on; "
               "member return: mean return of the training members' H-step rollouts from 8M steps on "
               "(stochastic policy, visited starts, up to 512 steps; member length is how many of them they last)."]
     seeds = sorted({r["seed"] for r in runs})
     lines += [""] + [f"- {x}" for x in provenance_text(provenance(["python"] + sys.argv, seeds))]
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    tmp.replace(out)
-    print(f"wrote {out}")
+    atomic_write_text(args.out, "\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
     return 0
 
 

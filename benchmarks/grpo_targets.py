@@ -38,6 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tuned_report import SOURCES  # noqa: E402  (each task's runs of the tuned preset's current row)
 
+from ppo_control.checkpoint import atomic_write_text  # noqa: E402
 from ppo_control.experiments.aggregate import (load_runs, markdown_table, provenance, provenance_text,  # noqa: E402
                                                ratio_ci, summarize, write_tables)
 
@@ -146,11 +147,8 @@ def ten_m_targets(out: str) -> None:
     seeds |= side_seeds
     prov = provenance(["python"] + sys.argv, sorted(seeds))
     path = Path(out + ".md")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text("# GRPO at 10M steps against tuned PPO: issue 12's third target\n\n" + "\n".join(lines) + "\n\n"
-                   + "\n".join(f"- {x}" for x in provenance_text(prov)) + "\n")
-    tmp.replace(path)
+    atomic_write_text(path, "# GRPO at 10M steps against tuned PPO: issue 12's third target\n\n" + "\n".join(lines)
+                      + "\n\n" + "\n".join(f"- {x}" for x in provenance_text(prov)) + "\n")
     print(f"wrote {path}")
 
 

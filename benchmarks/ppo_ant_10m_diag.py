@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ppo_control.checkpoint import atomic_write_text
 from ppo_control.experiments.aggregate import provenance, provenance_text
 from ppo_control.metrics import JSONL_NAME, read_jsonl
 
@@ -92,10 +93,7 @@ def main() -> int:
               "This table:"]
     prov = provenance(["python"] + sys.argv, seeds=sorted(set(s for s in seeds_all if s is not None)))
     text = "\n".join(lines) + "\n" + "\n".join(f"- {x}" for x in provenance_text(prov)) + "\n"
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(args.out + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(args.out)
+    atomic_write_text(args.out, text)
     print(text)
     return 0
 

@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from ppo_control.checkpoint import atomic_write_text
 from ppo_control.experiments.aggregate import provenance, provenance_text
 from ppo_control.metrics import JSONL_NAME, read_jsonl
 
@@ -30,14 +31,12 @@ def compare(a_dir: Path, b_dir: Path) -> dict:
         if keys:
             first = i
             break
-    else:
-        keys = []
 
     def final(d: Path):
         p = d / "summary.json"
         return json.loads(p.read_text()).get("eval_return") if p.exists() else None
 
-    return {"a": a_dir, "b": b_dir, "rows": (len(a), len(b)), "first": first, "keys": keys,
+    return {"rows": (len(a), len(b)), "first": first, "keys": keys,
             "step": a[first]["global_step"] if first is not None else None, "final": (final(a_dir), final(b_dir))}
 
 
@@ -73,13 +72,9 @@ def main(argv=None) -> int:
     print(text)
     if args.out:
         prov = provenance(["python"] + sys.argv, sorted(s for s in seeds if s is not None))
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(".md.tmp")
-        tmp.write_text("# Same training? Pairs of runs compared row by row (timing metrics left out)\n\n" + text
-                       + "\n\n" + "\n".join(f"- {x}" for x in provenance_text(prov)) + "\n")
-        tmp.replace(out)
-        print(f"wrote {out}")
+        atomic_write_text(args.out, "# Same training? Pairs of runs compared row by row (timing metrics left out)\n\n" + text
+                          + "\n\n" + "\n".join(f"- {x}" for x in provenance_text(prov)) + "\n")
+        print(f"wrote {args.out}")
     return 0
 
 

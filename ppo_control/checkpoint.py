@@ -53,6 +53,11 @@ def atomic_write_json(path, obj: Any) -> None:
     _atomic_write(Path(path), lambda f: f.write((json.dumps(obj, indent=2, sort_keys=True) + "\n").encode()))
 
 
+def atomic_write_text(path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (reports and tables: a crash mid-write keeps the old file)."""
+    _atomic_write(Path(path), lambda f: f.write(text.encode()))
+
+
 def save_checkpoint(path, state: dict) -> None:
     """Write ``state`` (with the format tag added) atomically: a crash mid-write keeps the old file."""
     state = dict(state, format=FORMAT)

@@ -374,3 +374,15 @@ def test_plot_without_out_and_its_help(runs, tmp_path, capsys):
 
 def test_policy_of_a_run_loads_after_all_this(run):
     assert load_policy(run).config.env_id == "InvertedPendulum-v5"
+
+
+def test_atomic_write_text_replaces_whole_or_not_at_all(tmp_path):
+    from ppo_control.checkpoint import atomic_write_text
+    out = tmp_path / "sub" / "table.md"
+    atomic_write_text(out, "old\n")
+    atomic_write_text(out, "new table\n")
+    assert out.read_text() == "new table\n"
+    with pytest.raises(AttributeError):
+        atomic_write_text(out, None)  # the write fails mid-way: the old file stays, no temp file is left
+    assert out.read_text() == "new table\n"
+    assert sorted(p.name for p in out.parent.iterdir()) == ["table.md"]
