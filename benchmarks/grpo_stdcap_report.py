@@ -7,8 +7,8 @@ SETTINGS=grpo:visited:512:0.998:batch and grpo:visited:512:0.998:batch:log_std_m
 ``log_std_max`` and prints, per group, each seed's final deterministic evaluation, the mean of its periodic
 evaluations from 8M steps on, the mean return and length of its training members from 8M on (the stochastic
 policy over H-step rollouts, the one the std drift touches: with visited starts no whole training episode
-exists, so ``final_return`` is the final evaluation again) and its policy std at 1M, 5M and 10M steps (mean over iterations within 50k steps of the
-mark). Below the table: each group's mean [95% bootstrap CI] and the ratio of the capped group's mean to the
+exists, so ``final_return`` is the final evaluation again) and its policy std at 1M, 5M and 10M steps (mean over
+iterations within 50k steps of the mark). Below the table: each group's mean [95% bootstrap CI] and the ratio of the capped group's mean to the
 uncapped one's [95% CI, each side's seeds resampled]. ``--log-std-max`` clamps log_std where it is used, so a
 capped run whose log_std reaches the cap keeps std = exp(cap) from then on (no gradient passes the clamp).
 """
