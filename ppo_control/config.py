@@ -64,6 +64,10 @@ class Config:
     lr_floor: float = _f(0.0, "with anneal_lr: decay linearly to lr*lr_floor and stay there, not to 0 (in [0, 1])")
     lr_decay_steps: Optional[int] = _f(None, "with anneal_lr: reach the floor after this many env steps (none = "
                                              "total_steps); longer than the run ends it at a higher lr")
+    lr_adapt_kl: Optional[float] = _f(None, "adapt the learning rate to keep approx KL near this (RSL-RL's rule: "
+                                            "lr/1.5 above 2x, lr*1.5 below 0.5x, within [1e-5, 1e-2]); the lr lives "
+                                            "in the optimizer state, so a resumed or extended run continues it; "
+                                            "needs --no-anneal-lr (none = off)")
     adam_eps: float = _f(1e-5, "Adam epsilon")
     update_epochs: int = _f(10, "passes over each batch")
     num_minibatches: int = _f(32, "minibatches per epoch (must divide the batch size)")
@@ -287,6 +291,9 @@ def _validate(c: Config):
           f"run_name must be a plain folder name, no '/' (got {c.run_name!r}); put folders in --out-dir")
     _need(0.0 <= c.lr_floor <= 1.0, f"lr_floor must be in [0, 1], a fraction of lr (got {c.lr_floor})")
     _need(c.lr_decay_steps is None or c.lr_decay_steps > 0, f"lr_decay_steps must be > 0 or none (got {c.lr_decay_steps})")
+    _need(c.lr_adapt_kl is None or c.lr_adapt_kl > 0, f"lr_adapt_kl must be > 0 or none (got {c.lr_adapt_kl})")
+    _need(c.lr_adapt_kl is None or not c.anneal_lr,
+          "lr_adapt_kl adapts the learning rate itself; add --no-anneal-lr (or drop --lr-adapt-kl)")
     _need(0.0 <= c.gamma <= 1.0, f"gamma must be in [0, 1] (got {c.gamma})")
     _need(0.0 <= c.gae_lambda <= 1.0, f"gae_lambda must be in [0, 1] (got {c.gae_lambda})")
     _need(0.0 < c.clip_coef < 1.0, f"clip_coef must be in (0, 1) (got {c.clip_coef})")

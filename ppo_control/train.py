@@ -239,7 +239,28 @@ def _iteration(ts: TrainState) -> dict:
         frac = max(cfg.lr_floor, 1.0 - ts.rollout.global_step / (cfg.lr_decay_steps or cfg.total_steps))
         for g in ts.optimizer.param_groups:
             g["lr"] = frac * cfg.lr
-    return (grpo if cfg.algo == "grpo" else ppo).iteration(ts)
+    lr_used = ts.optimizer.param_groups[0]["lr"]
+    stats = (grpo if cfg.algo == "grpo" else ppo).iteration(ts)
+    stats["charts/learning_rate"] = lr_used
+    if cfg.lr_adapt_kl is not None:
+        new_lr = adapt_lr(lr_used, stats.get("losses/approx_kl", float("nan")), cfg.lr_adapt_kl)
+        for g in ts.optimizer.param_groups:
+            g["lr"] = new_lr
+    return stats
+
+
+LR_ADAPT_RANGE = (1e-5, 1e-2)
+
+
+def adapt_lr(lr: float, kl: float, target: float) -> float:
+    """RSL-RL's KL-adaptive rule: the next iteration's lr from this one's ``lr`` and measured approx ``kl``.
+    Kept in the optimizer's param_groups (so in the checkpoint): a resumed or extended run continues it,
+    and it does not depend on the run's length."""
+    if kl > 2.0 * target:
+        lr = lr / 1.5
+    elif kl < 0.5 * target:
+        lr = lr * 1.5
+    return min(max(lr, LR_ADAPT_RANGE[0]), LR_ADAPT_RANGE[1])
 
 
 def _row(ts: TrainState, stats: dict, dt: float) -> dict:
