@@ -50,6 +50,27 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+SIMD_FLAGS = ("avx512f", "avx2", "avx", "sse4_2")  # widest first
+
+
+def cpu_id(cpuinfo: str | None = None) -> dict:
+    """CPU vendor, family, model number and the widest SIMD extension: two machines that both say "AMD EPYC"
+    can differ in all of these, and float results (MuJoCo, torch kernels) differ with them."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = open("/proc/cpuinfo").read()
+        except OSError:
+            return {}
+    fields = {}
+    for line in cpuinfo.split("\n\n")[0].splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields[key.strip()] = value.strip()
+    flags = set(fields.get("flags", "").split())
+    return {"cpu_vendor": fields.get("vendor_id"), "cpu_family": fields.get("cpu family"),
+            "cpu_model_number": fields.get("model"), "cpu_simd": next((f for f in SIMD_FLAGS if f in flags), None)}
+
+
 def environment_info() -> dict:
     import gymnasium
     import mujoco
@@ -57,7 +78,7 @@ def environment_info() -> dict:
     import torch
     info = {"python": platform.python_version(), "torch": torch.__version__, "gymnasium": gymnasium.__version__,
             "mujoco": mujoco.__version__, "numpy": numpy.__version__, "platform": platform.platform(),
-            "cpu": cpu_model(), "cores": os.cpu_count(),
+            "cpu": cpu_model(), **cpu_id(), "cores": os.cpu_count(),
             "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
     info.update(git_commit())
     return info

@@ -43,3 +43,13 @@ def test_git_commit_is_clean_while_results_change_and_dirty_when_code_does(tmp_p
 def test_git_commit_outside_a_repository_says_unknown(tmp_path):
     info = git_commit(tmp_path)
     assert info["commit"] is None and info["dirty"] is None
+
+
+def test_cpu_id_reads_family_model_and_widest_simd():
+    from ppo_control.runinfo import cpu_id
+    text = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"
+            "model name\t: AMD EPYC 9R14\nflags\t\t: fpu sse4_2 avx avx2 avx512f\n\n"
+            "processor\t: 1\nvendor_id\t: Other\n")
+    assert cpu_id(text) == {"cpu_vendor": "AuthenticAMD", "cpu_family": "25", "cpu_model_number": "17",
+                            "cpu_simd": "avx512f"}
+    assert cpu_id("vendor_id : GenuineIntel\nflags : sse4_2 avx2\n")["cpu_simd"] == "avx2"
