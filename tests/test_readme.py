@@ -40,10 +40,10 @@ def bash_lines(text: str = README) -> list:
     return [ln for ln in lines if ln]
 
 
-def commands() -> list:
-    """Every ``ppo-control ...`` in the README's bash blocks and inline code, as argv lists."""
+def commands(text: str = README, inline: bool = True) -> list:
+    """Every ``ppo-control ...`` in the bash blocks (and inline code) of ``text``, as argv lists."""
     cmds = []
-    for line in bash_lines() + re.findall(r"`(ppo-control [^`]+)`", README):
+    for line in bash_lines(text) + (re.findall(r"`(ppo-control [^`]+)`", text) if inline else []):
         for part in re.split(r"&&|;|\|", line):
             words = shlex.split(part)
             while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):   # MUJOCO_GL=egl ppo-control ...
@@ -108,16 +108,19 @@ def test_readme_commands_use_existing_subcommands_and_options():
                 assert flag in options, f"README: {' '.join(words)}: {flag} is not an option of {name}"
 
 
-def test_readme_commands_parse():
-    """argparse accepts each README command as written (values and positionals included)."""
+@pytest.mark.parametrize("page", ["README.md", *sorted(p.name for p in (ROOT / "docs").glob("*.md"))])
+def test_commands_parse(page):
+    """argparse accepts each command of the README and of docs/' bash blocks as written (values and positionals
+    included; inline code in docs/ may hold placeholders such as ``--preset P``)."""
     from ppo_control.cli import build_parser
-    for words in commands():
+    path = ROOT / page if page == "README.md" else ROOT / "docs" / page
+    for words in commands(path.read_text(), inline=page == "README.md"):
         if pending(words) or "--help" in words:
             continue
         try:
             build_parser().parse_args(words[1:])
         except SystemExit as e:
-            pytest.fail(f"README: `{' '.join(words)}` does not parse (exit {e.code})")
+            pytest.fail(f"{page}: `{' '.join(words)}` does not parse (exit {e.code})")
 
 
 def test_readme_smoke_run_is_a_short_inverted_pendulum_run():
