@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ppo_control import grpo
+from ppo_control.algorithms import grpo
 from ppo_control.advantages import group_relative
 from ppo_control.config import make_config
 from ppo_control.experiments.aggregate import provenance, provenance_text
@@ -58,7 +58,8 @@ def log_std_shift(ts, data: dict, seed: int) -> float:
     opt = make_optimizer([policy], ts.cfg)
     opt.load_state_dict(ts.optimizer.state_dict())
     before = float(policy.clamped_log_std().detach().mean())
-    update(policy, None, opt, data, ts.cfg, torch.Generator().manual_seed(seed), norm_adv=False)
+    update(policy, None, opt, data, ts.cfg, torch.Generator().manual_seed(seed), norm_adv=False,
+           terms=grpo.GRPO.loss_terms)
     return float(policy.clamped_log_std().detach().mean()) - before
 
 

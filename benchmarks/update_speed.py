@@ -23,6 +23,7 @@ from ppo_control.config import make_config
 from ppo_control.networks import make_critic, make_policy
 from ppo_control.runinfo import environment_info
 from ppo_control import update as update_mod
+from ppo_control.algorithms import PPO
 from ppo_control.update import update
 
 VARIANTS = {"fused": {"fused": True}, "foreach": {"foreach": True}, "for-loop": {"foreach": False},
@@ -59,7 +60,7 @@ def main():
             opt = torch.optim.Adam(list(pi.parameters()) + list(vf.parameters()), lr=cfg.lr, eps=cfg.adam_eps, **kw)
             update_mod.minibatch_loss = compiled if name == COMPILED else eager
             t0 = time.perf_counter()
-            update(pi, vf, opt, data, cfg, torch.Generator().manual_seed(r), cfg.norm_adv)
+            update(pi, vf, opt, data, cfg, torch.Generator().manual_seed(r), cfg.norm_adv, terms=PPO.loss_terms)
             if r > 0:  # the first round warms up (and compiles)
                 times[name].append(time.perf_counter() - t0)
             elif name == COMPILED:

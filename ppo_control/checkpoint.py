@@ -5,15 +5,22 @@ objects), so loading it never executes code from the file.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
-FORMAT = "ppo_control/checkpoint-v1"
+# Version 2: what an algorithm carries is one "algorithm" entry (Algorithm.state_dict()). Version 1
+# (until the algorithm interface) kept GRPO's reference policy in "ref_policy" and its start-state pool
+# and branch trunks in "extra"; load_checkpoint upgrades those, so old runs resume unchanged.
+FORMAT_VERSION = 2
+FORMAT = f"ppo_control/checkpoint-v{FORMAT_VERSION}"
+_READABLE = {f"ppo_control/checkpoint-v{v}": v for v in (1, 2)}
 CHECKPOINT_NAME = "checkpoint.pt"
 
 
@@ -31,21 +38,46 @@ def _umask() -> int:
 _FILE_MODE = 0o666 & ~_umask()
 
 
+class _WriteErrors:
+    """A file whose failed writes are remembered: torch.save reports a full disk as "[enforce fail at
+    inline_container.cc] unexpected pos ...", and the OSError it swallowed says what happened."""
+
+    def __init__(self, f):
+        self.f, self.error = f, None
+
+    def write(self, data):
+        try:
+            return self.f.write(data)
+        except OSError as e:
+            self.error = e
+            raise
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+
 def _atomic_write(path: Path, write) -> None:
+    """``write(f)`` into a temporary file beside ``path``, then rename it over ``path``: a crash or a full
+    disk mid-write keeps the old file. A full disk raises OSError(ENOSPC) naming ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    f = None
     try:
         if hasattr(os, "fchmod"):
             os.fchmod(fd, _FILE_MODE)
-        with os.fdopen(fd, "wb") as f:
+        with os.fdopen(fd, "wb") as raw:
+            f = _WriteErrors(raw)
             write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        err = e if isinstance(e, OSError) else getattr(f, "error", None)
+        if err is not None and err.errno == errno.ENOSPC:
+            raise OSError(errno.ENOSPC, "no space left on device", str(path)) from None
         raise
 
 
@@ -64,6 +96,40 @@ def save_checkpoint(path, state: dict) -> None:
     _atomic_write(Path(path), lambda f: torch.save(state, f))
 
 
+def to_tensors(x):
+    """numpy arrays -> tensors, recursively, copied (checkpoints hold no pickled numpy objects)."""
+    if isinstance(x, np.ndarray):
+        return torch.from_numpy(x.copy())
+    if isinstance(x, dict):
+        return {k: to_tensors(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [to_tensors(v) for v in x]
+    return x
+
+
+def to_arrays(x):
+    """The inverse of ``to_tensors``: tensors -> numpy arrays, recursively, copied."""
+    if isinstance(x, torch.Tensor):
+        return x.numpy().copy()
+    if isinstance(x, dict):
+        return {k: to_arrays(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [to_arrays(v) for v in x]
+    return x
+
+
+def _upgrade(state: dict, version: int) -> dict:
+    """A checkpoint of an older format version in today's layout (the content is the same)."""
+    if version == 1:
+        state = dict(state)
+        algorithm = dict(state.pop("extra", None) or {})
+        ref = state.pop("ref_policy", None)
+        if ref is not None:
+            algorithm["ref_policy"] = ref
+        state["algorithm"] = algorithm
+    return dict(state, format=FORMAT)
+
+
 def load_checkpoint(path, map_location="cpu") -> dict:
     path = Path(path)
     if path.is_dir():
@@ -76,10 +142,11 @@ def load_checkpoint(path, map_location="cpu") -> dict:
         raise CheckpointError(f"checkpoint {path} is corrupted or not a ppo_control checkpoint "
                               f"({type(e).__name__}: {str(e).splitlines()[0][:200]}); "
                               f"delete it to start over or restore a backup") from None
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
+    if not isinstance(state, dict) or state.get("format") not in _READABLE:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
-        raise CheckpointError(f"{path} is not a {FORMAT} checkpoint (found {found!r})")
-    return state
+        raise CheckpointError(f"{path} is not a ppo_control checkpoint of format version 1 to {FORMAT_VERSION} "
+                              f"(found {found!r})")
+    return _upgrade(state, _READABLE[state["format"]])
 
 
 def load_module_state(module: torch.nn.Module, sd: dict, what: str, path="checkpoint") -> None:

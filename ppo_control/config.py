@@ -38,8 +38,8 @@ class Config:
     env_kwargs: Tuple[str, ...] = _f((), "keyword arguments for gymnasium.make as key=value pairs, e.g. "
                                          "include_cfrc_ext_in_observation=False (values: numbers, True/False/None, "
                                          "else strings)")
-    algo: str = _f("ppo", "algorithm: ppo (critic + GAE) or grpo (critic-free, groups from shared start states)",
-                   choices=("ppo", "grpo"))
+    algo: str = _f("ppo", "algorithm: ppo (critic + GAE) or grpo (critic-free, groups from shared start states); "
+                             "checked against the registered algorithms (ppo_control.algorithms)")
     total_steps: int = _f(1_000_000, "environment steps to train for; PPO rounds up to whole iterations of "
                                      "num_envs*num_steps, GRPO stops at the first iteration boundary at or past it "
                                      "(summary.json: total_steps_requested and global_step)")
@@ -317,28 +317,8 @@ def _validate(c: Config):
           "eval_interval must be >= 0 and eval_interval_episodes >= 1")
     _need(c.device in ("auto", "cpu", "cuda") or (c.device.startswith("cuda:") and c.device[5:].isdigit()),
           f"device must be cpu, cuda, cuda:N or auto (got {c.device!r})")
-    if c.algo == "ppo":
-        _need(c.batch_size % c.num_minibatches == 0,
-              f"num_minibatches={c.num_minibatches} must divide the batch size num_envs*num_steps="
-              f"{c.batch_size}; change num_minibatches, num_envs or num_steps")
-        _need(c.minibatch_size >= 2, f"minibatches of {c.minibatch_size} transitions are too small; "
-                                     f"lower num_minibatches")
-        _need(c.kl_coef == 0, "kl_coef (KL to a reference policy) is a GRPO option; use --algo grpo or set it to 0")
-    else:
-        _need(c.group_size >= 2, f"group_size must be >= 2 for group-relative advantages (got {c.group_size})")
-        _need(c.num_envs % c.group_size == 0,
-              f"num_envs={c.num_envs} must be a multiple of group_size={c.group_size}; "
-              f"e.g. set --num-envs {c.group_size * max(1, c.num_envs // c.group_size)}")
-        _need(c.horizon is None or c.horizon >= 1, f"horizon must be >= 1 or none (got {c.horizon})")
-        _need(c.groups_per_iter >= 1, f"groups_per_iter must be >= 1 (got {c.groups_per_iter})")
-        _need(c.ref_update_every >= 0, f"ref_update_every must be >= 0 (got {c.ref_update_every})")
-        _need(not c.clip_vloss, "clip_vloss has no meaning for GRPO (it has no critic); remove --clip-vloss")
-        for name in ("adv_every_epoch", "value_norm"):
-            _need(not getattr(c, name), f"{name} is a PPO option (GRPO has no critic); remove --{name.replace('_', '-')}")
-        _need(c.grpo_train_steps == "all" or c.groups_per_iter * c.num_envs >= c.num_minibatches,
-              f"grpo_train_steps=branch trains one step per member, groups_per_iter*num_envs="
-              f"{c.groups_per_iter * c.num_envs} per update, fewer than num_minibatches={c.num_minibatches}; "
-              f"raise --groups-per-iter or lower --num-minibatches")
+    from . import algorithms  # here, not at the top: the algorithms import this module
+    algorithms.get(c.algo).check_config(c)  # each algorithm's own rules; an unknown algo names the registered ones
 
 
 # Presets --------------------------------------------------------------------

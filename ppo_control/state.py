@@ -15,7 +15,9 @@ from typing import List, Optional, Tuple
 import numpy as np
 import torch
 
-from .checkpoint import CheckpointError, load_module_state
+from . import algorithms
+from .algorithms import Algorithm
+from .checkpoint import CheckpointError, load_module_state, to_arrays, to_tensors
 from .config import Config, ConfigError
 from .envs import SnapshotError, VecEnv, make_vec_env
 from .networks import GaussianPolicy, ValueNet, make_critic, make_policy
@@ -39,17 +41,6 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def _tensors(x):
-    """numpy arrays -> tensors, recursively (checkpoints hold no pickled numpy objects)."""
-    if isinstance(x, np.ndarray):
-        return torch.from_numpy(x.copy())
-    if isinstance(x, dict):
-        return {k: _tensors(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_tensors(v) for v in x]
-    return x
-
-
 def _to_cpu(x):
     """A detached CPU copy of a (nested) state dict, e.g. an optimizer's on a GPU."""
     if isinstance(x, torch.Tensor):
@@ -61,24 +52,14 @@ def _to_cpu(x):
     return copy.deepcopy(x)
 
 
-def _arrays(x):
-    if isinstance(x, torch.Tensor):
-        return x.numpy().copy()
-    if isinstance(x, dict):
-        return {k: _arrays(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_arrays(v) for v in x]
-    return x
-
-
 @dataclass
 class TrainState:
     cfg: Config
     envs: VecEnv
     device: torch.device
     policy: GaussianPolicy
-    critic: Optional[ValueNet]
-    ref_policy: Optional[GaussianPolicy]
+    critic: Optional[ValueNet]  # built where the algorithm uses one (Algorithm.uses_critic)
+    algorithm: Algorithm        # the algorithm of cfg.algo, with what it carries (e.g. GRPO's reference policy)
     optimizer: torch.optim.Optimizer
     obs_norm: ObsNormalizer
     rew_scaler: RewardScaler
@@ -88,7 +69,6 @@ class TrainState:
     iteration: int = 0
     wall_time: float = 0.0
     recent_returns: List[float] = field(default_factory=list)
-    extra: dict = field(default_factory=dict)  # algorithm-specific state (e.g. GRPO start-state pool)
     compile_plan: Tuple[bool, str] = (False, "")  # update.compile_decision for this run, resolved once
 
     @classmethod
@@ -99,21 +79,24 @@ class TrainState:
         torch.manual_seed(cfg.seed)
         envs = make_vec_env(cfg.env_id, cfg.num_envs, cfg.vectorization, nthread=cfg.env_threads or None,
                             **cfg.env_kwargs_dict)
+        algo = algorithms.get(cfg.algo)
         policy = make_policy(cfg, envs.obs_dim, envs.act_dim).to(device)
-        critic = make_critic(cfg, envs.obs_dim).to(device) if cfg.algo == "ppo" else None
-        ref = None
-        if cfg.algo == "grpo":
-            ref = copy.deepcopy(policy).requires_grad_(False)
+        critic = make_critic(cfg, envs.obs_dim).to(device) if algo.uses_critic else None
         opt = make_optimizer([policy] + ([critic] if critic is not None else []), cfg)
         obs = envs.reset(seed=cfg.seed)
-        if cfg.algo == "grpo":
+        if algo.needs_snapshots:
             envs.get_snapshots()  # fails fast, with a clear message, where the state cannot be restored
         rs = RolloutState(obs=obs, ep_return=np.zeros(cfg.num_envs), ep_length=np.zeros(cfg.num_envs, np.int64))
-        return cls(cfg=cfg, envs=envs, device=device, policy=policy, critic=critic, ref_policy=ref,
-                   optimizer=opt, obs_norm=ObsNormalizer((envs.obs_dim,), cfg.obs_clip, cfg.norm_obs),
+        return cls(cfg=cfg, envs=envs, device=device, policy=policy, critic=critic,
+                   algorithm=algo.build(cfg, policy, envs), optimizer=opt,
+                   obs_norm=ObsNormalizer((envs.obs_dim,), cfg.obs_clip, cfg.norm_obs),
                    rew_scaler=RewardScaler(cfg.num_envs, cfg.gamma, cfg.reward_clip, cfg.norm_reward),
                    rollout=rs, generator=torch.Generator().manual_seed(cfg.seed),
-                   np_rng=np.random.default_rng(cfg.seed), compile_plan=compile_decision(cfg, device))
+                   np_rng=np.random.default_rng(cfg.seed), compile_plan=compile_decision(cfg, device, algo))
+
+    def last_return(self) -> float:
+        """Mean return of the last 10 training episodes (NaN before the first)."""
+        return float(np.mean(self.recent_returns[-10:])) if self.recent_returns else float("nan")
 
     # ---- capture / restore ----------------------------------------------------
     def capture(self) -> dict:
@@ -127,7 +110,6 @@ class TrainState:
             "wall_time": self.wall_time,
             "policy": cpu(self.policy.state_dict()),
             "critic": cpu(self.critic.state_dict()) if self.critic is not None else None,
-            "ref_policy": cpu(self.ref_policy.state_dict()) if self.ref_policy is not None else None,
             "optimizer": _to_cpu(self.optimizer.state_dict()),
             "obs_norm": self.obs_norm.state_dict(),
             "rew_scaler": self.rew_scaler.state_dict(),
@@ -137,8 +119,8 @@ class TrainState:
             "rollout": {"obs": torch.from_numpy(rs.obs.copy()), "ep_return": torch.from_numpy(rs.ep_return.copy()),
                         "ep_length": torch.from_numpy(rs.ep_length.copy())},
             "recent_returns": list(self.recent_returns),
-            "env_snapshots": _tensors(self._env_snapshots()),
-            "extra": _tensors(copy.deepcopy(self.extra)),
+            "env_snapshots": to_tensors(self._env_snapshots()),
+            "algorithm": self.algorithm.state_dict(),
         }
 
     def _env_snapshots(self):
@@ -157,8 +139,6 @@ class TrainState:
         load_module_state(self.policy, st["policy"], "policy", path)
         if self.critic is not None:
             load_module_state(self.critic, st["critic"], "critic", path)
-        if self.ref_policy is not None and st.get("ref_policy") is not None:
-            load_module_state(self.ref_policy, st["ref_policy"], "reference policy", path)
         try:
             self.optimizer.load_state_dict(st["optimizer"])
             self.obs_norm.load_state_dict(st["obs_norm"])
@@ -174,11 +154,14 @@ class TrainState:
         self.rollout = RolloutState(obs=r["obs"].numpy().copy(), ep_return=r["ep_return"].numpy().copy(),
                                     ep_length=r["ep_length"].numpy().copy(), global_step=int(st["global_step"]))
         if st.get("env_snapshots") is not None:
-            self.envs.set_snapshots(_arrays(st["env_snapshots"]), restore_rng=True)
+            self.envs.set_snapshots(to_arrays(st["env_snapshots"]), restore_rng=True)
         else:  # non-MuJoCo env: no simulator state saved, episodes restart (resume is not bit-exact)
             self.rollout.obs = self.envs.reset(seed=self.cfg.seed + 7919 * int(st["iteration"]))
             self.rollout.ep_return[:] = 0.0
             self.rollout.ep_length[:] = 0
         self.iteration, self.wall_time = int(st["iteration"]), float(st["wall_time"])
         self.recent_returns = list(st.get("recent_returns", []))
-        self.extra = _arrays(st.get("extra") or {})
+        try:
+            self.algorithm.load_state_dict(st["algorithm"])
+        except CheckpointError as e:
+            raise CheckpointError(f"{path}: {e}") from None

@@ -1,8 +1,8 @@
 """``train(cfg)``: the whole training loop.
 
-    for iteration:
-        stats = ppo.iteration(ts)             or grpo.iteration(ts)
-            (collect_steps, gae, update)          (collect_groups, group_relative, update)
+    while not algorithm.finished(ts):         # ts.algorithm: algorithms.get(cfg.algo), built by TrainState
+        stats = algorithm.iteration(ts)       # PPO: collect_steps, gae, update
+                                              # GRPO: collect_groups, group_relative, update
         log(stats); checkpoint every N iterations, on Ctrl-C/kill and at the end
 """
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Optional
 
 import numpy as np
 
-from . import grpo, ppo
 from .checkpoint import (CHECKPOINT_NAME, atomic_write_json, check_belongs, load_checkpoint, run_identity,
                          save_checkpoint)
 from .config import RESUMABLE_FIELDS, Config, ConfigError, applied_env_overrides, long_run_warning
@@ -159,7 +158,7 @@ def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
     with stop_signals_as_interrupt():
         stops_before = _STOP["at"]
         try:
-            while not _finished(ts):
+            while not ts.algorithm.finished(ts):
                 _raise_if_stop_was_swallowed(stops_before)
                 t0 = time.perf_counter()
                 stats = _iteration(ts)
@@ -175,7 +174,7 @@ def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
                 log.log(row)
                 if why is None or not cfg.stop_on_divergence:
                     logged = ts.iteration
-                bar.update(int(row["charts/steps_this_iter"]), _last_return(ts), row["charts/SPS"])
+                bar.update(int(row["charts/steps_this_iter"]), ts.algorithm.progress_return(ts, row), row["charts/SPS"])
                 if why is not None:
                     _on_divergence(ts, why, good, run_dir, save, warn=not diverging)
                 diverging = why is not None
@@ -227,12 +226,6 @@ def _on_divergence(ts: TrainState, why: str, good: dict, run_dir: Path, save, wa
               f"max_grad_norm; --stop-on-divergence stops a run here (metric charts/diverging)", file=sys.stderr)
 
 
-def _finished(ts: TrainState) -> bool:
-    if ts.cfg.algo == "ppo":
-        return ts.iteration >= ts.cfg.num_iterations
-    return ts.rollout.global_step >= ts.cfg.total_steps
-
-
 def _iteration(ts: TrainState) -> dict:
     cfg = ts.cfg
     if cfg.anneal_lr:
@@ -240,7 +233,7 @@ def _iteration(ts: TrainState) -> dict:
         for g in ts.optimizer.param_groups:
             g["lr"] = frac * cfg.lr
     lr_used = ts.optimizer.param_groups[0]["lr"]
-    stats = (grpo if cfg.algo == "grpo" else ppo).iteration(ts)
+    stats = ts.algorithm.iteration(ts)
     stats["charts/learning_rate"] = lr_used
     if cfg.lr_adapt_kl is not None:
         new_lr = adapt_lr(lr_used, stats.get("losses/approx_kl", float("nan")), cfg.lr_adapt_kl)
@@ -288,17 +281,13 @@ def _periodic_eval(ts: TrainState, prev_step: int) -> float:
     return evaluate(pol, ts.cfg.env_id, ts.cfg.eval_interval_episodes, seed=ts.cfg.seed + 20_000)["mean_return"]
 
 
-def _last_return(ts: TrainState) -> float:
-    return float(np.mean(ts.recent_returns[-10:])) if ts.recent_returns else float("nan")
-
-
 def _finish(ts: TrainState, run_dir: Path) -> dict:
     cfg = ts.cfg
     summary = {"run_dir": str(run_dir), "env_id": cfg.env_id, "algo": cfg.algo, "seed": cfg.seed,
                "preset": cfg.preset, "total_steps_requested": cfg.total_steps, "global_step": ts.rollout.global_step,
                "iterations": ts.iteration, "wall_time": ts.wall_time,
                "SPS": ts.rollout.global_step / max(ts.wall_time, 1e-9),
-               "final_return": _last_return(ts), "final_return_episodes": min(10, len(ts.recent_returns))}
+               "final_return": ts.last_return(), "final_return_episodes": min(10, len(ts.recent_returns))}
     if cfg.eval_episodes > 0:
         ev = evaluate(load_policy(run_dir), cfg.env_id, cfg.eval_episodes, seed=cfg.seed + 10_000)
         atomic_write_json(run_dir / "eval.json", ev)

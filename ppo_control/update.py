@@ -1,10 +1,11 @@
 """The epoch x minibatch update loop shared by PPO and GRPO: the loss, ``loss.backward()``,
 per-network gradient clipping, a ``torch.optim`` step.
 
-A variant is a parameter: ``critic=None`` (GRPO, no value loss), ``weights`` in the data
-(GRPO's 1/(G*len_i) averaging), ``ref_logprobs`` with ``kl_coef > 0`` (GRPO's KL to the
-reference policy), ``dual_clip``.  To add a loss term, add it to ``loss`` in
-:func:`minibatch_loss` (and its value to ``stats`` if it should be logged); autograd does the rest.
+Which terms a run trains is the algorithm's ``LossTerms`` (``Algorithm.loss_terms``): ``value`` (PPO's
+critic loss), ``weighted`` (GRPO's 1/(G*len_i) averaging, ``weights`` in the data), ``kl_ref``
+(GRPO's KL to the reference policy, ``ref_logprobs`` in the data, trained where ``kl_coef > 0``);
+``dual_clip`` is a parameter.  To add a loss term, add it to ``loss`` in :func:`minibatch_loss`
+(and its value to ``stats`` if it should be logged); autograd does the rest.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import functools
 import importlib.util
 import shutil
 import sys
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -24,6 +26,15 @@ from .networks import GaussianPolicy, ValueNet
 
 class NonFiniteError(FloatingPointError):
     """A loss or parameter became NaN/inf."""
+
+
+@dataclass(frozen=True)
+class LossTerms:
+    """The terms of :func:`minibatch_loss` an algorithm trains (``Algorithm.loss_terms``), and so the batch
+    fields ``update`` reads. The clipped surrogate and the entropy bonus are always there."""
+    value: bool = False      # + vf_coef * the critic's value loss (batch: returns, values)
+    kl_ref: bool = False     # + kl_coef * k3 KL to a reference policy, logged as grpo/kl_ref (batch: ref_logprobs)
+    weighted: bool = False   # per-step loss weights (batch: weights); without, plain means over the minibatch
 
 
 def _normalise(adv: torch.Tensor) -> torch.Tensor:
@@ -49,11 +60,14 @@ def _pack(data: dict, keys: List[str]):
 
 
 def minibatch_loss(policy: GaussianPolicy, critic: Optional[ValueNet], mb: Dict[str, torch.Tensor], cfg: Config,
-                   norm_adv: bool) -> Tuple[torch.Tensor, Dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+                   norm_adv: bool, terms: LossTerms) -> Tuple[torch.Tensor, Dict[str, torch.Tensor], torch.Tensor,
+                                                              torch.Tensor]:
     """The loss that is optimised, for one minibatch ``mb`` of ``[b, ...]`` tensors:
 
         loss = weighted_mean(clipped_surrogate) - ent_coef * weighted_mean(entropy)
                [+ vf_coef * mean(value_loss)]  [+ kl_coef * weighted_mean(kl_k3)]
+
+    with the bracketed terms where ``terms`` has them (weights where ``terms.weighted``).
 
     Returns ``(loss, stats, logratio [b], advantages used [b])``; stats are detached scalars.
     """
@@ -61,18 +75,18 @@ def minibatch_loss(policy: GaussianPolicy, critic: Optional[ValueNet], mb: Dict[
     logratio = logp - mb["logprobs"]
     ratio = logratio.exp()
     adv = _normalise(mb["advantages"]) if norm_adv else mb["advantages"]
-    w = mb.get("weights")
+    w = mb["weights"] if terms.weighted else None
     pg = weighted_mean(clipped_surrogate(ratio, adv, cfg.clip_coef, cfg.dual_clip), w)
     entropy = weighted_mean(ent, w)
     loss = pg - cfg.ent_coef * entropy
     stats = {"losses/policy_loss": pg, "losses/entropy": entropy}
-    if critic is not None:
+    if terms.value:
         vclip = cfg.clip_coef if cfg.clip_vloss else None
         n = critic.normalize  # identity unless the critic fits normalised targets (value_norm)
         vl = value_loss(n(critic(mb["obs"])), n(mb["returns"]), n(mb["values"]), vclip).mean()
         loss = loss + cfg.vf_coef * vl
         stats["losses/value_loss"] = vl
-    if "ref_logprobs" in mb:
+    if terms.kl_ref:
         kl = weighted_mean(kl_k3(logp, mb["ref_logprobs"]), w)
         if cfg.kl_coef > 0:
             loss = loss + cfg.kl_coef * kl
@@ -82,8 +96,10 @@ def minibatch_loss(policy: GaussianPolicy, critic: Optional[ValueNet], mb: Dict[
 
 def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.optim.Optimizer,
            data: dict, cfg: Config, generator: torch.Generator, norm_adv: bool,
-           refresh: Optional[Callable[[], Dict[str, torch.Tensor]]] = None, compiled: Optional[bool] = None) -> dict:
-    """Optimise on one batch. ``data`` holds flat ``[B, ...]`` tensors (see ``Batch.flat``).
+           refresh: Optional[Callable[[], Dict[str, torch.Tensor]]] = None, compiled: Optional[bool] = None, *,
+           terms: LossTerms) -> dict:
+    """Optimise on one batch. ``data`` holds flat ``[B, ...]`` tensors (see ``Batch.flat``); ``terms`` (the
+    algorithm's ``loss_terms``) says which loss terms are trained and so which of its fields are read.
 
     Per minibatch: :func:`minibatch_loss`, ``loss.backward()``, ``clip_grad_norm_`` on the policy
     and the critic separately, ``optimizer.step()``.  ``refresh`` (PPO's ``adv_every_epoch``)
@@ -94,8 +110,8 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
     ``target_kl`` needs one).  Returns the mean of each statistic over the minibatches that ran.
     """
     keys = ["obs", "actions", "logprobs", "advantages"]
-    keys += [k for k in ("weights", "ref_logprobs") if data.get(k) is not None]
-    keys += ["returns", "values"] if critic is not None else []
+    keys += ["weights"] * terms.weighted + ["ref_logprobs"] * terms.kl_ref
+    keys += ["returns", "values"] if terms.value else []
     table, col = _pack(data, keys)
     nets = [policy] + ([critic] if critic is not None else [])
     params = [list(n.parameters()) for n in nets]
@@ -114,7 +130,7 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
         for k in range(n_mb):
             rows = shuffled[k * b:(k + 1) * b]
             mb = {key: rows[:, c] for key, c in col.items()}
-            loss, st, logratio, adv = loss_fn(policy, critic, mb, cfg, norm_adv)
+            loss, st, logratio, adv = loss_fn(policy, critic, mb, cfg, norm_adv, terms)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             for p in params:
@@ -150,13 +166,17 @@ COMPILE_MIN_UPDATES = 10_000
 _COMPILED: dict = {}
 
 
-def compile_decision(cfg: Config, device: torch.device) -> Tuple[bool, str]:
-    """Whether the update's loss runs through ``torch.compile`` for ``cfg`` on ``device``, and why."""
+def compile_decision(cfg: Config, device: torch.device, algorithm=None) -> Tuple[bool, str]:
+    """Whether the update's loss runs through ``torch.compile`` for ``cfg`` on ``device``, and why;
+    ``algorithm`` (default: the registered class of ``cfg.algo``) says how many updates the run makes."""
     if cfg.compile != "auto":
         return cfg.compile == "on", f"compile={cfg.compile}"
-    if cfg.algo != "ppo":
-        return False, "auto: off for GRPO (its batch size changes every round; not measured compiled)"
-    n = cfg.num_iterations * cfg.update_epochs * cfg.num_minibatches
+    if algorithm is None:
+        from . import algorithms
+        algorithm = algorithms.get(cfg.algo)
+    n = algorithm.planned_updates(cfg)
+    if n is None:
+        return False, f"auto: {algorithm.compile_auto_off}"
     if n < COMPILE_MIN_UPDATES:
         return False, f"auto: off, {n:,} minibatch updates < {COMPILE_MIN_UPDATES:,} (the compile would not pay)"
     missing = _compiler_missing(device)

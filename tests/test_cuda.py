@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from ppo_control import evaluate, load_policy, train
+from ppo_control import algorithms, evaluate, load_policy, train
 from ppo_control.update import make_optimizer, update
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -19,7 +19,8 @@ def test_update_on_cuda_equals_the_cpu_reference(case):
     vf = vf.to(dev) if vf is not None else None
     data = {k: v.to(dev) for k, v in g["data"].items()}
     opt = make_optimizer([pi] + ([vf] if vf is not None else []), cfg)
-    update(pi, vf, opt, data, cfg, torch.Generator().manual_seed(7), cfg.norm_adv and vf is not None)
+    update(pi, vf, opt, data, cfg, torch.Generator().manual_seed(7), cfg.norm_adv and vf is not None,
+           terms=algorithms.get(cfg.algo).loss_terms)
     for name, p in pi.state_dict().items():
         assert torch.allclose(p.cpu(), g["policy"][name], atol=1e-4, rtol=1e-3), name
 

@@ -28,7 +28,7 @@ def test_value_target_stats_by_hand():
 
 
 def test_value_norm_loss_is_regression_on_normalised_targets():
-    from ppo_control.update import minibatch_loss
+    from ppo_control.update import LossTerms, minibatch_loss
     cfg = make_config("classic", value_norm=True, vf_coef=1.0, ent_coef=0.0)
     vf = make_critic(cfg, 3)
     vf.update_target_stats(torch.tensor([100.0, 200.0, 300.0]))
@@ -36,14 +36,14 @@ def test_value_norm_loss_is_regression_on_normalised_targets():
     pi = make_policy(cfg, 3, 1)
     mb = dict(obs=torch.randn(8, 3), actions=torch.zeros(8, 1), logprobs=torch.zeros(8), advantages=torch.zeros(8),
               returns=torch.full((8,), 250.0), values=torch.zeros(8))
-    _, stats, _, _ = minibatch_loss(pi, vf, mb, cfg, norm_adv=False)
+    _, stats, _, _ = minibatch_loss(pi, vf, mb, cfg, False, LossTerms(value=True))
     m, s = float(vf.ret_mean), np.sqrt(float(vf.ret_var) + 1e-8)
     expect = 0.5 * float(((vf.net(mb["obs"]).squeeze(-1).detach() - (250.0 - m) / s) ** 2).mean())
     assert float(stats["losses/value_loss"]) == pytest.approx(expect, rel=1e-4)
 
 
 def test_advantages_recomputed_every_epoch(monkeypatch):
-    import ppo_control.ppo as ppo_mod
+    import ppo_control.algorithms.ppo as ppo_mod
     seen = []
     real = ppo_mod.update
 
@@ -61,7 +61,7 @@ def test_advantages_recomputed_every_epoch(monkeypatch):
     for flag in (False, True):
         ts = TrainState.build(make_config(env_id="InvertedPendulum-v5", num_envs=2, num_steps=64, num_minibatches=2,
                                           update_epochs=3, adv_every_epoch=flag, vectorization="sync"))
-        ppo_mod.iteration(ts)
+        ts.algorithm.iteration(ts)
         ts.envs.close()
     assert seen[0] is None and callable(seen[1])
 

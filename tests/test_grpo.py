@@ -11,7 +11,7 @@ from ppo_control.metrics import read_jsonl
 from ppo_control.rollout import Batch
 from ppo_control.state import TrainState
 
-grpo = importlib.import_module("ppo_control.grpo")
+grpo = importlib.import_module("ppo_control.algorithms.grpo")
 
 
 def g_cfg(tiny, **kw):
@@ -37,16 +37,16 @@ def test_members_share_a_start_state_and_groups_differ(tiny, monkeypatch, source
     seen = _record_starts(monkeypatch)
     ts = TrainState.build(g_cfg(tiny, start_state=source))
     for _ in range(3):
-        stats = grpo.iteration(ts)
+        stats = ts.algorithm.iteration(ts)
     for obs in seen:
         g1, g2 = obs[:4], obs[4:]
         assert (g1 == g1[0]).all() and (g2 == g2[0]).all()  # bit-identical inside a group
         assert not np.array_equal(g1[0], g2[0])               # a different state per group
     assert stats["grpo/member_len_mean"] <= 20                # horizon honoured
     if source == "visited":
-        assert len(ts.extra["pool"]) > 0
+        assert len(ts.algorithm.state.pool) > 0
         # group 1 of later rounds starts from a state visited mid-rollout, not t = 0
-        elapsed = [s["elapsed_steps"] for s in ts.extra["pool"]]
+        elapsed = [s["elapsed_steps"] for s in ts.algorithm.state.pool]
         assert max(elapsed) > 0
     ts.envs.close()
 
@@ -97,7 +97,7 @@ def test_step_weighting_reaches_the_update(tiny, monkeypatch, step_weight):
     # Hopper with an untrained policy: members fall at different steps within 200, so the weightings differ
     seen = _spy_update(monkeypatch)
     ts = TrainState.build(g_cfg(tiny, horizon=200, grpo_step_weight=step_weight))
-    stats = grpo.iteration(ts)
+    stats = ts.algorithm.iteration(ts)
     w = seen[0]["weights"]
     assert stats["grpo/trained_samples"] == w.numel() and w.sum().item() == pytest.approx(1.0)
     uniform = torch.allclose(w, torch.full_like(w, 1 / w.numel()))
@@ -113,7 +113,7 @@ def test_frozen_ended_members_change_no_training_data_only_the_simulation(tiny, 
     for freeze in (False, True):
         seen = _spy_update(monkeypatch)
         ts = TrainState.build(g_cfg(tiny, horizon=200, grpo_freeze_ended=freeze, vectorization=vectorization))
-        stats = grpo.iteration(ts)
+        stats = ts.algorithm.iteration(ts)
         out[freeze] = seen[0], stats, {k: v.clone() for k, v in ts.policy.state_dict().items()}
         ts.envs.close()
         monkeypatch.undo()
@@ -142,15 +142,15 @@ def test_runs_saved_before_freeze_ended_existed_resume_as_they_ran(tiny, tmp_pat
 
 def test_reference_policy_refresh(tiny):
     ts = TrainState.build(g_cfg(tiny, ref_update_every=2, kl_coef=0.1))
-    init = {k: v.clone() for k, v in ts.ref_policy.state_dict().items()}
+    init = {k: v.clone() for k, v in ts.algorithm.ref_policy.state_dict().items()}
     for i in range(2):
-        stats = grpo.iteration(ts)
+        stats = ts.algorithm.iteration(ts)
         ts.iteration += 1
         if i == 0:
-            assert all(torch.equal(init[k], v) for k, v in ts.ref_policy.state_dict().items())
+            assert all(torch.equal(init[k], v) for k, v in ts.algorithm.ref_policy.state_dict().items())
             assert stats["grpo/kl_ref"] >= 0
     pol = ts.policy.state_dict()
-    assert all(torch.equal(pol[k], v) for k, v in ts.ref_policy.state_dict().items())
+    assert all(torch.equal(pol[k], v) for k, v in ts.algorithm.ref_policy.state_dict().items())
     ts.envs.close()
 
 
@@ -160,14 +160,14 @@ def test_grpo_run_logs_group_diagnostics_and_resumes_exactly(tiny, tmp_path, mon
     for key in ("grpo/group_return_std", "grpo/zero_signal_frac", "grpo/kl_ref", "grpo/adv_std",
                 "grpo/group_step_share_max", "losses/clipfrac", "policy/action_clip_frac"):
         assert key in rows[-1], key
-    real, calls = grpo.iteration, {"n": 0}
+    real, calls = grpo.GRPO.iteration, {"n": 0}
 
-    def cut(ts):
+    def cut(self, ts):
         calls["n"] += 1
         if calls["n"] == 3:
             raise KeyboardInterrupt
-        return real(ts)
-    monkeypatch.setattr(grpo, "iteration", cut)
+        return real(self, ts)
+    monkeypatch.setattr(grpo.GRPO, "iteration", cut)
     with pytest.raises(KeyboardInterrupt):
         train(g_cfg(tiny, run_name="cut", start_state="visited", total_steps=400))
     monkeypatch.undo()
@@ -209,7 +209,7 @@ def test_branch_members_start_in_the_trunk_state_and_trunks_continue_on(tiny, mo
     rounds = _spy_collect(monkeypatch)
     ts = TrainState.build(g_cfg(tiny, start_state="branch", vectorization=vectorization))
     for _ in range(3):
-        grpo.iteration(ts)
+        ts.algorithm.iteration(ts)
     for r, (start, end, _) in enumerate(rounds):
         phys = [s["physics"] for s in start]
         for k in range(2):  # 8 envs = 2 groups of 4: bit-identical full MuJoCo state inside a group
@@ -327,7 +327,7 @@ def test_train_steps_branch_trains_each_members_first_action_with_its_outcome_ad
     monkeypatch.setattr(grpo, "collect_groups", lambda *a, **k: rounds.append(real(*a, **k)) or rounds[-1])
     ts = TrainState.build(g_cfg(tiny, env_id="HalfCheetah-v5", start_state="branch", crn=True, groups_per_iter=2,
                                 grpo_train_steps="branch", grpo_advantage=adv_mode))
-    stats = grpo.iteration(ts)
+    stats = ts.algorithm.iteration(ts)
     d = seen[0]
     assert d["advantages"].shape == (16,) and stats["grpo/trained_samples"] == 16  # 2 rounds x 8 members
     first = torch.cat([r.batch.obs[0] for r in rounds])
@@ -344,14 +344,14 @@ def test_train_steps_branch_trains_each_members_first_action_with_its_outcome_ad
 
 def test_branch_spread_share_is_logged_only_with_crn(tiny):
     ts = TrainState.build(g_cfg(tiny, start_state="branch"))
-    stats = grpo.iteration(ts)
+    stats = ts.algorithm.iteration(ts)
     assert "grpo/branch_spread_share" not in stats and 0.0 < stats["grpo/within_group_share"] < 1.0
     ts.envs.close()
 
 
 @pytest.mark.parametrize("vectorization", ["sync", "batched"])
 def test_branch_crn_run_resumes_exactly(tiny, tmp_path, monkeypatch, vectorization):
-    """The trunk states (ts.extra) and the noise stream (np_rng) survive a Ctrl-C mid-iteration."""
+    """The trunk states (GRPOState) and the noise stream (np_rng) survive a Ctrl-C mid-iteration."""
     kw = dict(start_state="branch", crn=True, total_steps=480, vectorization=vectorization)
     full = train(g_cfg(tiny, run_name="full", **kw))
     cls = type(TrainState.build(g_cfg(tiny, vectorization=vectorization)).envs)
@@ -367,12 +367,12 @@ def test_branch_crn_run_resumes_exactly(tiny, tmp_path, monkeypatch, vectorizati
         train(g_cfg(tiny, run_name="cut", **kw))
     monkeypatch.undo()
     st = load_checkpoint(tmp_path / "cut")
-    assert st["iteration"] == 2 and len(st["extra"]["trunk"]) == 2
+    assert st["iteration"] == 2 and len(st["algorithm"]["trunk"]) == 2
     res = train(resume=str(tmp_path / "cut"))
     assert res["global_step"] == full["global_step"]
     a, b = load_checkpoint(tmp_path / "full"), load_checkpoint(tmp_path / "cut")
     assert all(torch.equal(a["policy"][k], b["policy"][k]) for k in a["policy"])
-    assert all(torch.equal(x["physics"], y["physics"]) for x, y in zip(a["extra"]["trunk"], b["extra"]["trunk"]))
+    assert all(torch.equal(x["physics"], y["physics"]) for x, y in zip(a["algorithm"]["trunk"], b["algorithm"]["trunk"]))
     rows_full = read_jsonl(tmp_path / "full" / "metrics.jsonl")
     rows_res = read_jsonl(tmp_path / "cut" / "metrics.jsonl")
     assert [r["losses/policy_loss"] for r in rows_res] == [r["losses/policy_loss"] for r in rows_full]
@@ -418,11 +418,11 @@ def test_branch_trunks_are_whole_episodes_for_the_training_curve(tiny):
     ts = TrainState.build(g_cfg(tiny, env_id="InvertedPendulum-v5", start_state="branch", horizon=20))
     episodes = []
     for _ in range(6):
-        grpo.iteration(ts)
+        ts.algorithm.iteration(ts)
         episodes += ts.rollout.drain_episodes()
-        x = ts.extra
-        assert [s["elapsed_steps"] for s in x["trunk"]] == x["trunk_length"].tolist()
-        assert x["trunk_return"].tolist() == x["trunk_length"].astype(float).tolist()
+        x = ts.algorithm.state
+        assert [s["elapsed_steps"] for s in x.trunk] == x.trunk_length.tolist()
+        assert x.trunk_return.tolist() == x.trunk_length.astype(float).tolist()
     assert len(episodes) >= 4 and all(r == n - 1 for r, n in episodes)
     ts.envs.close()
 
@@ -432,6 +432,6 @@ def test_member_episodes_count_only_where_the_horizon_cannot_cut_them(tiny, hori
     """With H below the episode length only the members that fail early would end: counting them would
     make a curve of failures, so short-horizon reset/visited runs report no training episodes."""
     ts = TrainState.build(g_cfg(tiny, env_id="InvertedPendulum-v5", start_state="reset", horizon=horizon))
-    grpo.iteration(ts)
+    ts.algorithm.iteration(ts)
     assert (len(ts.rollout.drain_episodes()) > 0) == counted
     ts.envs.close()

@@ -140,7 +140,7 @@ def test_mismatched_checkpoint_is_a_clear_error(tiny, tmp_path):
 
 
 def test_non_finite_parameters_stop_the_run_and_keep_the_last_good_checkpoint(tiny, tmp_path, monkeypatch):
-    import ppo_control.ppo as ppo_mod
+    import ppo_control.algorithms.ppo as ppo_mod
     real, calls = ppo_mod.update, {"n": 0}
 
     def poisoned(policy, *a, **k):

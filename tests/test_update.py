@@ -13,11 +13,14 @@ import pytest
 import torch
 from torch import nn
 
+from ppo_control import algorithms
 from ppo_control import update as update_mod
 from ppo_control.config import make_config
 from ppo_control.losses import weighted_mean
 from ppo_control.networks import GaussianPolicy, ValueNet, mlp
-from ppo_control.update import NonFiniteError, make_optimizer, minibatch_loss, update
+from ppo_control.update import LossTerms, NonFiniteError, make_optimizer, minibatch_loss, update
+
+PPO_TERMS, GRPO_TERMS = algorithms.PPO.loss_terms, algorithms.GRPO.loss_terms
 
 GOLDEN = torch.load(Path(__file__).parent / "data" / "update_golden.pt", weights_only=True)
 
@@ -45,7 +48,8 @@ def golden_start(case):
 def test_autograd_update_equals_the_hand_written_update_it_replaced(case):
     g, cfg, pi, vf = golden_start(case)
     opt = make_optimizer([pi] + ([vf] if vf is not None else []), cfg)
-    stats = update(pi, vf, opt, g["data"], cfg, torch.Generator().manual_seed(7), cfg.norm_adv and vf is not None)
+    stats = update(pi, vf, opt, g["data"], cfg, torch.Generator().manual_seed(7), cfg.norm_adv and vf is not None,
+                   terms=algorithms.get(cfg.algo).loss_terms)
     moved = 0.0
     for net, key in ((pi, "policy"), (vf, "critic")):
         if net is None:
@@ -70,8 +74,8 @@ def _data(B=64, obs_dim=4, act_dim=2, seed=0):
 
 def test_a_toy_loss_term_is_a_few_lines_and_is_optimised(monkeypatch):
     # a new term: push every action mean towards 0.7 (added to the loss in one place)
-    def with_toy_term(policy, critic, mb, cfg, norm_adv):
-        loss, stats, logratio, adv = base(policy, critic, mb, cfg, norm_adv)
+    def with_toy_term(policy, critic, mb, cfg, norm_adv, terms):
+        loss, stats, logratio, adv = base(policy, critic, mb, cfg, norm_adv, terms)
         toy = ((policy(mb["obs"]) - 0.7) ** 2).mean()
         stats["losses/toy"] = toy.detach()
         return loss + 10.0 * toy, stats, logratio, adv
@@ -81,7 +85,7 @@ def test_a_toy_loss_term_is_a_few_lines_and_is_optimised(monkeypatch):
     torch.manual_seed(0)
     pi, vf = GaussianPolicy(mlp(4, (16,), 2, out_gain=0.01), 2), ValueNet(mlp(4, (16,), 1))
     data = _data()
-    stats = update(pi, vf, make_optimizer([pi, vf], cfg), data, cfg, torch.Generator().manual_seed(0), True)
+    stats = update(pi, vf, make_optimizer([pi, vf], cfg), data, cfg, torch.Generator().manual_seed(0), True, terms=PPO_TERMS)
     assert "losses/toy" in stats and stats["losses/toy"] < 0.49 * 0.5  # started at 0.49 (mean ~0)
     assert float(pi(data["obs"]).detach().mean()) == pytest.approx(0.7, abs=0.1)
 
@@ -99,7 +103,7 @@ def test_layer_norm_critic_of_another_width_trains():
     data["returns"] = data["obs"][:, 0] * 2.0 - data["obs"][:, 1]  # a function of the state to fit
     with torch.no_grad():
         before = float(((vf(data["obs"]) - data["returns"]) ** 2).mean())
-    update(pi, vf, make_optimizer([pi, vf], cfg), data, cfg, torch.Generator().manual_seed(0), True)
+    update(pi, vf, make_optimizer([pi, vf], cfg), data, cfg, torch.Generator().manual_seed(0), True, terms=PPO_TERMS)
     with torch.no_grad():
         after = float(((vf(data["obs"]) - data["returns"]) ** 2).mean())
     assert after < 0.2 * before, (before, after)
@@ -122,17 +126,18 @@ def test_gradients_are_clipped_per_network():
         seen["vf"] = torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in vf.parameters()]))
         real_step()
     opt.step = step
-    update(pi, vf, opt, data, cfg, torch.Generator().manual_seed(0), True)
+    update(pi, vf, opt, data, cfg, torch.Generator().manual_seed(0), True, terms=PPO_TERMS)
     assert float(seen["vf"]) == pytest.approx(0.5, rel=1e-4)  # clipped to max_grad_norm
     assert 0.0 < float(seen["pi"]) < 0.5  # the policy's own, small norm, not scaled down by the critic's
-    loss, _, _, _ = minibatch_loss(pi, None, data, cfg, True)
+    loss, _, _, _ = minibatch_loss(pi, None, data, cfg, True, LossTerms())
     assert loss.requires_grad  # the loss the update optimises is a differentiable tensor
 
 
 def test_log_std_below_its_clamp_gets_no_gradient():
     cfg = make_config("classic", lr=1e-2, update_epochs=1, num_minibatches=1, ent_coef=0.1)
     pi = GaussianPolicy(mlp(4, (8,), 2, out_gain=0.01), 2, init_log_std=-6.0, log_std_min=-5.0)
-    update(pi, None, make_optimizer([pi], cfg), _data(), cfg.replace(), torch.Generator().manual_seed(0), True)
+    update(pi, None, make_optimizer([pi], cfg), _data(), cfg.replace(), torch.Generator().manual_seed(0), True,
+           terms=LossTerms())
     assert torch.equal(pi.log_std.detach(), torch.full((2,), -6.0))
 
 
@@ -142,7 +147,7 @@ def test_non_finite_loss_raises():
     data = _data()
     data["returns"][3] = float("nan")
     with pytest.raises(NonFiniteError, match="non-finite loss"):
-        update(pi, vf, make_optimizer([pi, vf], cfg), data, cfg, torch.Generator().manual_seed(0), True)
+        update(pi, vf, make_optimizer([pi, vf], cfg), data, cfg, torch.Generator().manual_seed(0), True, terms=PPO_TERMS)
 
 
 def test_weighted_mean_reduces_with_weights():
@@ -152,7 +157,7 @@ def test_weighted_mean_reduces_with_weights():
 def test_compiled_loss_gives_the_same_update():
     g, cfg, pi, vf = golden_start("ppo_ent_clipv_dual")
     cfg = cfg.replace(compile=True)
-    update(pi, vf, make_optimizer([pi, vf], cfg), g["data"], cfg, torch.Generator().manual_seed(7), True)
+    update(pi, vf, make_optimizer([pi, vf], cfg), g["data"], cfg, torch.Generator().manual_seed(7), True, terms=PPO_TERMS)
     for name, p in pi.state_dict().items():
         assert torch.allclose(p, g["policy"][name], atol=2e-5, rtol=1e-4), name
     # another batch size (as GRPO's batches vary) is traced again and still right
@@ -161,7 +166,7 @@ def test_compiled_loss_gives_the_same_update():
     ref = GaussianPolicy(mlp(5, cfg2.hidden_sizes, 3, cfg2.activation, 0.01), 3)
     ref.load_state_dict(pi2.state_dict())
     for net, c in ((pi2, cfg2.replace(compile=True)), (ref, cfg2)):
-        update(net, None, make_optimizer([net], c), data, c, torch.Generator().manual_seed(3), False)
+        update(net, None, make_optimizer([net], c), data, c, torch.Generator().manual_seed(3), False, terms=GRPO_TERMS)
     for (name, p), q in zip(pi2.state_dict().items(), ref.state_dict().values()):
         assert torch.allclose(p, q, atol=2e-5, rtol=1e-4), name
 
@@ -194,7 +199,7 @@ def test_a_compile_that_fails_falls_back_to_the_same_eager_update(monkeypatch, c
     monkeypatch.setattr(torch, "compile", broken_compile)
     g, cfg, pi, vf = golden_start("ppo")
     update(pi, vf, make_optimizer([pi, vf], cfg), g["data"], cfg, torch.Generator().manual_seed(7), True,
-           compiled=True)
+           compiled=True, terms=PPO_TERMS)
     for name, p in pi.state_dict().items():
         assert torch.allclose(p, g["policy"][name], atol=2e-5, rtol=1e-4), name
     err = capsys.readouterr().err

@@ -11,64 +11,110 @@ One iteration:
     update(policy, critic=None, ...) with the same clipped/dual-clip surrogate as PPO
                      and beta * KL_k3(pi || pi_ref)
 
-What a run carries between iterations lives in ``ts.extra`` (checkpointed with the rest):
-``pool`` (visited start states) and ``trunk`` (branch: the K trunk states the next round starts
-from).  All sampling (start picks, noise, trunk member picks) draws from ``ts.np_rng``.
+What a run carries between iterations is typed: :class:`GRPOState` (the pool of visited start states,
+the branch trunks) and the reference policy, both checkpointed through ``state_dict``.  The start-state
+modes are the strategies of ``grpo_starts``.  All sampling (start picks, noise, trunk member picks) draws
+from ``ts.np_rng``.
 """
 from __future__ import annotations
 
+import copy
 import time
+from typing import NamedTuple, Optional
 
 import numpy as np
 import torch
 
-from .advantages import group_relative, within_group_share
-from .rollout import FLAT_FIELDS, clipped_share, collect_groups
-from .update import update
+from ..advantages import group_relative, within_group_share
+from ..checkpoint import load_module_state, to_arrays, to_tensors
+from ..config import _need
+from ..rollout import FLAT_FIELDS, GroupRollout, clipped_share, collect_groups
+from ..update import update
+from .base import Algorithm, LossTerms
+from .grpo_starts import START_STATES, GRPOState
 
-POOL_SIZE = 2048          # visited start states kept (FIFO)
-RECORDS_PER_ROUND = 8     # snapshots added to the pool per round
-
-
-def _start_states(ts, K: int):
-    """K snapshots and a [K] mask of those at the start of an episode (whole episodes count as returns)."""
-    cfg, envs, G = ts.cfg, ts.envs, ts.cfg.group_size
-    if cfg.start_state == "branch":
-        # K trunks: the envs' own seeded resets (TrainState.build) the first time, then carried on
-        trunk = ts.extra.get("trunk")
-        if trunk is None:
-            snaps = envs.get_snapshots()
-            trunk = [snaps[k * G] for k in range(K)]
-        return trunk, np.array([int(s["elapsed_steps"]) == 0 for s in trunk])
-    envs.reset()  # each env draws from its own reset distribution with its own RNG
-    fresh = [envs.get_snapshots()[k * G] for k in range(K)]
-    pool = ts.extra.setdefault("pool", [])
-    if cfg.start_state == "reset" or not pool:
-        return fresh, np.ones(K, bool)
-    # group 0 always starts fresh so t = 0 states stay covered and the pool keeps renewing
-    picks = ts.np_rng.integers(0, len(pool), size=K - 1)
-    return fresh[:1] + [pool[int(i)] for i in picks], np.arange(K) == 0
+__all__ = ["GRPO", "GRPOState", "Round"]
 
 
-def _advance_trunks(ts, K: int, gr) -> None:
-    """Branch: each trunk continues from where one of its group's members (picked at random, blind
-    to the returns, so the trunk stays an on-policy trajectory) stands after this round; a member
-    whose episode ended has been reset by its env, so trunks restart episodes by themselves.
+class Round(NamedTuple):
+    """One round's result: K groups of G members."""
+    rollout: GroupRollout         # with ``rollout.batch.advantages`` set
+    trained_len: torch.Tensor     # [N] trained steps per member (the loss weights' 1/len_i)
+    group_std: torch.Tensor       # [K] std of each group's returns
+    zero_signal: torch.Tensor     # [K] bool: groups whose returns barely differ
+    group_returns: torch.Tensor   # [K, G] discounted member returns
 
-    A trunk is a whole episode stitched from its members' segments: its return feeds
-    ``charts/episodic_return`` (the stochastic policy's training curve, like PPO's)."""
-    G = ts.cfg.group_size
-    snaps = ts.envs.get_snapshots()
-    pick = np.arange(K) * G + ts.np_rng.integers(0, G, size=K)
-    ts.extra["trunk"] = [snaps[int(i)] for i in pick]
-    ret = ts.extra.setdefault("trunk_return", np.zeros(K))
-    length = ts.extra.setdefault("trunk_length", np.zeros(K, np.int64))
-    ret += gr.returns[pick]
-    length += gr.lengths[pick]
-    for k in np.flatnonzero(gr.ended[pick]):
-        ts.rollout.episodes.append((float(ret[k]), int(length[k])))
-    ended = gr.ended[pick]
-    ret[ended], length[ended] = gr.tail_return[pick][ended], gr.tail_length[pick][ended]
+
+class GRPO(Algorithm):
+    """Critic-free GRPO from groups that share a simulator start state, with a KL to a reference policy."""
+
+    needs_snapshots = True
+    loss_terms = LossTerms(kl_ref=True, weighted=True)
+    compile_auto_off = "off for GRPO (its batch size changes every round; not measured compiled)"
+
+    def __init__(self, ref_policy, starts, state: Optional[GRPOState] = None):
+        self.ref_policy = ref_policy    # frozen; refreshed every ref_update_every iterations
+        self.starts = starts            # a grpo_starts.StartStates strategy
+        self.state = state or GRPOState()
+
+    @classmethod
+    def check_config(cls, c) -> None:
+        _need(c.group_size >= 2, f"group_size must be >= 2 for group-relative advantages (got {c.group_size})")
+        _need(c.num_envs % c.group_size == 0,
+              f"num_envs={c.num_envs} must be a multiple of group_size={c.group_size}; "
+              f"e.g. set --num-envs {c.group_size * max(1, c.num_envs // c.group_size)}")
+        _need(c.horizon is None or c.horizon >= 1, f"horizon must be >= 1 or none (got {c.horizon})")
+        _need(c.groups_per_iter >= 1, f"groups_per_iter must be >= 1 (got {c.groups_per_iter})")
+        _need(c.ref_update_every >= 0, f"ref_update_every must be >= 0 (got {c.ref_update_every})")
+        _need(not c.clip_vloss, "clip_vloss has no meaning for GRPO (it has no critic); remove --clip-vloss")
+        for name in ("adv_every_epoch", "value_norm"):
+            _need(not getattr(c, name), f"{name} is a PPO option (GRPO has no critic); remove --{name.replace('_', '-')}")
+        _need(c.grpo_train_steps == "all" or c.groups_per_iter * c.num_envs >= c.num_minibatches,
+              f"grpo_train_steps=branch trains one step per member, groups_per_iter*num_envs="
+              f"{c.groups_per_iter * c.num_envs} per update, fewer than num_minibatches={c.num_minibatches}; "
+              f"raise --groups-per-iter or lower --num-minibatches")
+
+    @classmethod
+    def build(cls, cfg, policy, envs) -> "GRPO":
+        return cls(copy.deepcopy(policy).requires_grad_(False), START_STATES[cfg.start_state])
+
+    def iteration(self, ts) -> dict:
+        """One GRPO iteration on the ``TrainState`` ``ts`` (``groups_per_iter`` rounds, one update)."""
+        cfg, G, N = ts.cfg, ts.cfg.group_size, ts.cfg.num_envs
+        t0 = time.perf_counter()
+        rounds = [_round(ts, N // G, _max_len(ts)) for _ in range(cfg.groups_per_iter)]
+        data = _merge([(r.rollout.batch, r.trained_len) for r in rounds], len(rounds) * N, cfg.grpo_step_weight)
+        t1 = time.perf_counter()
+        stats = update(ts.policy, None, ts.optimizer, data, cfg, ts.generator, norm_adv=False,
+                       terms=self.loss_terms)
+        stats["time/collect_s"], stats["time/update_s"] = t1 - t0, time.perf_counter() - t1
+        lengths = np.concatenate([r.rollout.lengths for r in rounds])
+        ts.rollout.global_step += int(lengths.sum())
+        if cfg.ref_update_every and (ts.iteration + 1) % cfg.ref_update_every == 0:
+            self.ref_policy.load_state_dict(ts.policy.state_dict())  # copies the values
+        stats.update(_diagnostics(rounds, data, G))
+        stats["policy/action_clip_frac"] = clipped_share(data["actions"], ts.envs.action_low, ts.envs.action_high)
+        if cfg.crn:  # members differ only in their branch action: see advantages.within_group_share
+            stats["grpo/branch_spread_share"] = stats["grpo/within_group_share"]
+        return stats
+
+    def progress_return(self, ts, row: dict) -> float:
+        # short horizons train on no whole episode: the members' mean return over their rollouts stands in
+        last = ts.last_return()
+        return last if np.isfinite(last) else row.get("grpo/group_return_mean", float("nan"))
+
+    def state_dict(self) -> dict:
+        s = self.state
+        return {"ref_policy": {k: v.detach().cpu().clone() for k, v in self.ref_policy.state_dict().items()},
+                "pool": to_tensors(s.pool), "trunk": to_tensors(s.trunk),
+                "trunk_return": to_tensors(s.trunk_return), "trunk_length": to_tensors(s.trunk_length)}
+
+    def load_state_dict(self, sd: dict) -> None:
+        if sd.get("ref_policy") is not None:
+            load_module_state(self.ref_policy, sd["ref_policy"], "reference policy")
+        self.state = GRPOState(pool=to_arrays(sd.get("pool")) or [], trunk=to_arrays(sd.get("trunk")),
+                               trunk_return=to_arrays(sd.get("trunk_return")),
+                               trunk_length=to_arrays(sd.get("trunk_length")))
 
 
 def _max_len(ts) -> int:
@@ -77,45 +123,17 @@ def _max_len(ts) -> int:
     return int(ts.envs.max_episode_steps or 1000)
 
 
-def iteration(ts) -> dict:
-    """One GRPO iteration on the ``TrainState`` ``ts`` (``groups_per_iter`` rounds, one update)."""
-    cfg, G, N = ts.cfg, ts.cfg.group_size, ts.cfg.num_envs
-    t0 = time.perf_counter()
-    rounds = [_round(ts, N // G, _max_len(ts)) for _ in range(cfg.groups_per_iter)]
-    data = _merge([(gr.batch, trained_len) for gr, trained_len, *_ in rounds], len(rounds) * N, cfg.grpo_step_weight)
-    t1 = time.perf_counter()
-    stats = update(ts.policy, None, ts.optimizer, data, cfg, ts.generator, norm_adv=False)
-    stats["time/collect_s"], stats["time/update_s"] = t1 - t0, time.perf_counter() - t1
-    lengths = np.concatenate([gr.lengths for gr, *_ in rounds])
-    ts.rollout.global_step += int(lengths.sum())
-    if cfg.ref_update_every and (ts.iteration + 1) % cfg.ref_update_every == 0:
-        ts.ref_policy.load_state_dict(ts.policy.state_dict())  # copies the values
-    stats.update(_diagnostics(rounds, data, G))
-    stats["policy/action_clip_frac"] = clipped_share(data["actions"], ts.envs.action_low, ts.envs.action_high)
-    if cfg.crn:  # members differ only in their branch action: see advantages.within_group_share
-        stats["grpo/branch_spread_share"] = stats["grpo/within_group_share"]
-    return stats
-
-
-def _round(ts, K: int, H: int):
-    """One round: K start states, G members each, rolled out for up to H steps.
-
-    Returns ``(GroupRollout with batch.advantages set, trained length per member [N],
-    group return std [K], zero-signal [K], discounted group returns [K, G])``.
-    """
+def _round(ts, K: int, H: int) -> Round:
+    """One round of ``ts.algorithm`` (a GRPO): K start states, G members each, rolled out for up to H steps."""
     cfg, envs, G, N = ts.cfg, ts.envs, ts.cfg.group_size, ts.cfg.num_envs
-    starts, fresh = _start_states(ts, K)
+    algo = ts.algorithm
+    starts, fresh = algo.starts.pick(ts, algo.state, K)
     obs0 = envs.set_snapshots([starts[i // G] for i in range(N)], restore_rng=False)
-    record_at = ()
-    if cfg.start_state == "visited":
-        record_at = tuple(int(x) for x in ts.np_rng.integers(0, H, size=RECORDS_PER_ROUND))
+    record_at = algo.starts.record_at(ts, H)
     # reference log-probs are always collected so grpo/kl_ref is logged even with kl_coef = 0
-    gr = collect_groups(envs, ts.policy, ts.ref_policy, ts.obs_norm, obs0, H, ts.device, record_at, ts.np_rng,
-                        group_size=G, crn=cfg.crn,
-                        # branch trunks go on from a member's env after its episode ended: those keep stepping
-                        freeze_ended=cfg.grpo_freeze_ended and cfg.start_state != "branch")
-    if cfg.start_state == "branch":
-        _advance_trunks(ts, K, gr)
+    gr = collect_groups(envs, ts.policy, algo.ref_policy, ts.obs_norm, obs0, H, ts.device, record_at, ts.np_rng,
+                        group_size=G, crn=cfg.crn, freeze_ended=cfg.grpo_freeze_ended and algo.starts.freezes_ended)
+    algo.starts.after_round(ts, algo.state, K, gr)
     b = gr.batch
     b.advantages, group_ret, zero = group_relative(b.rewards, b.mask, G, cfg.gamma, cfg.grpo_advantage,
                                                    cfg.leave_one_out, zero_threshold=cfg.zero_signal_threshold,
@@ -126,30 +144,26 @@ def _round(ts, K: int, H: int):
         # only the branch action: at t = 0 per_step and outcome advantages coincide
         b.mask = b.mask & (torch.arange(b.mask.shape[0], device=b.mask.device) == 0)[:, None]
         trained_len = torch.ones_like(trained_len)
-    if cfg.start_state == "visited":
-        pool = ts.extra.setdefault("pool", [])
-        pool.extend(gr.visited)
-        del pool[:-POOL_SIZE]
     # whole episodes (started at t = 0, ended by the env) feed charts/episodic_return, only where the horizon
     # cannot cut one (else only the episodes that fail early would count); branch: the trunks' episodes do
     uncut = cfg.horizon is None or cfg.horizon >= (envs.max_episode_steps or float("inf"))
-    full = gr.ended & np.repeat(fresh, G) & (cfg.start_state != "branch") & uncut
+    full = gr.ended & np.repeat(fresh, G) & algo.starts.member_episodes & uncut
     ts.rollout.episodes.extend((float(r), int(n)) for r, n, f in zip(gr.returns, gr.lengths, full) if f)
-    return gr, trained_len, gstd, zero, group_ret
+    return Round(gr, trained_len, gstd, zero, group_ret)
 
 
 def _diagnostics(rounds, data: dict, G: int) -> dict:
     """The ``grpo/*`` statistics of one iteration's rounds (see README, GRPO diagnostics)."""
-    returns = np.concatenate([gr.returns for gr, *_ in rounds])
-    lengths = np.concatenate([gr.lengths for gr, *_ in rounds])
-    gstd, zero = torch.cat([r[2] for r in rounds]), torch.cat([r[3] for r in rounds])
-    used, simulated = int(lengths.sum()), sum(gr.env_steps for gr, *_ in rounds)
+    returns = np.concatenate([r.rollout.returns for r in rounds])
+    lengths = np.concatenate([r.rollout.lengths for r in rounds])
+    gstd, zero = torch.cat([r.group_std for r in rounds]), torch.cat([r.zero_signal for r in rounds])
+    used, simulated = int(lengths.sum()), sum(r.rollout.env_steps for r in rounds)
     group_steps = lengths.reshape(-1, G).sum(1).astype(np.float64)
     adv = data["advantages"]
     return {
         "grpo/group_return_std": float(gstd.mean()),
         "grpo/zero_signal_frac": float(zero.float().mean()),
-        "grpo/within_group_share": within_group_share(torch.cat([r[4] for r in rounds])),
+        "grpo/within_group_share": within_group_share(torch.cat([r.group_returns for r in rounds])),
         "grpo/adv_abs_mean": float(adv.abs().mean()),
         "grpo/adv_std": float(adv.std()) if adv.numel() > 1 else 0.0,
         "grpo/group_return_mean": float(returns.mean()),

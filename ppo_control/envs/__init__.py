@@ -59,6 +59,7 @@ class VecEnv:
         else:
             raise EnvError(f"vectorization must be 'sync' or 'async' (got {vectorization!r})")
         self.env_id, self.num_envs = env_id, num_envs
+        self.vectorization = vectorization  # the backend in use (config.json records it)
         spec = self.env.get_attr("spec")[0]  # the made env's spec honours a max_episode_steps kwarg
         self.max_episode_steps = spec.max_episode_steps if spec is not None else None
         self.obs_dim = int(self.env.single_observation_space.shape[0])

@@ -57,6 +57,8 @@ class BatchedMujocoVecEnv:
     ``env_kwargs`` go to ``gym.make`` unchanged (e.g. ``max_episode_steps``, reward weights).
     """
 
+    vectorization = "batched"  # the backend in use (config.json records it)
+
     def __init__(self, env_id: str, num_envs: int, *, nthread: Optional[int] = None, **env_kwargs):
         if not is_supported(env_id, env_kwargs):
             from . import EnvError

@@ -1,0 +1,47 @@
+"""The algorithms, by the name the config's ``algo`` field gives: the one place that name maps to code.
+
+    from ppo_control import algorithms
+    algorithms.register("vpg", VPG)        # a class implementing algorithms.base.Algorithm
+    Config(algo="vpg", ...)                # validated by VPG.check_config, trained by train()
+
+See docs/extending.md, "Adding an algorithm".
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Type
+
+from .base import Algorithm, LossTerms
+
+_REGISTRY: Dict[str, Type[Algorithm]] = {}
+
+
+def register(name: str, cls: Type[Algorithm]) -> None:
+    """Make ``cls`` the algorithm for ``algo=name`` (registering a name again replaces it)."""
+    if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
+        raise TypeError(f"{cls!r} is not a subclass of ppo_control.algorithms.Algorithm")
+    _REGISTRY[name] = cls
+
+
+def unregister(name: str) -> None:
+    _REGISTRY.pop(name, None)
+
+
+def names() -> List[str]:
+    return sorted(_REGISTRY)
+
+
+def get(name: str) -> Type[Algorithm]:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        from ..config import ConfigError
+        raise ConfigError(f"algo={name!r} is not one of {names()}") from None
+
+
+from .grpo import GRPO  # noqa: E402 - the registry exists before the built-ins register
+from .ppo import PPO  # noqa: E402
+
+register("ppo", PPO)
+register("grpo", GRPO)
+
+__all__ = ["Algorithm", "LossTerms", "register", "unregister", "names", "get", "PPO", "GRPO"]
