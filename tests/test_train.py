@@ -1,6 +1,8 @@
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -243,3 +245,27 @@ def test_a_stop_swallowed_by_a_finaliser_still_stops_at_the_next_iteration(tiny,
     assert calls["n"] == 2
     assert [r["iteration"] for r in read_jsonl(tmp_path / "lost" / "metrics.jsonl")] == [1, 2]
     assert load_checkpoint(tmp_path / "lost")["iteration"] == 2
+
+
+OLD_RUNS = Path(__file__).parent / "data" / "old_runs"  # written by tests/data/make_old_runs.py at 190f9f7
+
+
+@pytest.mark.parametrize("name", ["ppo", "grpo_visited"])
+def test_a_checkpoint_of_the_previous_format_resumes_as_the_code_that_wrote_it_continued(tmp_path, name):
+    """Format-1 checkpoints (GRPO's reference policy and start-state pool outside the algorithm's state)
+    resume and end at the very parameters the code that wrote them reached from the same checkpoint."""
+    run = tmp_path / name
+    shutil.copytree(OLD_RUNS / name, run)
+    assert torch.load(run / "checkpoint.pt", weights_only=True)["format"] == "ppo_control/checkpoint-v1"
+    train(resume=str(run), command=["test"])
+    st, expect = load_checkpoint(run), torch.load(OLD_RUNS / "expected.pt", weights_only=True)[name]
+    assert (st["iteration"], st["global_step"]) == (expect["iteration"], expect["global_step"])
+    assert st["format"] == "ppo_control/checkpoint-v2"
+    ref = st["algorithm"].get("ref_policy")
+    for key, got in (("policy", st["policy"]), ("critic", st["critic"]), ("ref_policy", ref)):
+        assert (got is None) == (expect[key] is None), key
+        for k, v in (expect[key] or {}).items():
+            assert torch.equal(got[k], v), (key, k)
+    if name == "grpo_visited":
+        assert len(st["algorithm"]["pool"]) > len(torch.load(OLD_RUNS / name / "checkpoint.pt",
+                                                            weights_only=True)["extra"]["pool"])
