@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
+import json
 import signal
 import sys
 import time
@@ -19,8 +21,8 @@ from typing import Optional
 
 import numpy as np
 
-from .checkpoint import (CHECKPOINT_NAME, atomic_write_json, check_belongs, load_checkpoint, run_identity,
-                         save_checkpoint)
+from .checkpoint import (CHECKPOINT_NAME, CheckpointError, atomic_write_json, check_belongs, load_checkpoint,
+                         run_identity, save_checkpoint)
 from .config import RESUMABLE_FIELDS, Config, ConfigError, applied_env_overrides, long_run_warning
 from .evaluate import Policy, evaluate, load_policy, read_run_record
 from .metrics import MetricsLogger, Progress
@@ -53,6 +55,8 @@ def train(cfg: Optional[Config] = None, resume: Optional[str] = None, changes: O
     command = list(sys.argv if command is None else command)
     if resume is not None:
         ts, run, record, st = _prepare_resume(resume, changes or {}, command)
+        if ts.algorithm.finished(ts):
+            return _already_finished(ts, run)
     else:
         if changes:
             raise ConfigError("changes apply to a resume only; put them in the Config of a new run")
@@ -87,7 +91,10 @@ def _prepare_resume(path, changes: dict, command: list):
         st = load_checkpoint(ckpt)
         record = read_run_record(run.path)
         check_belongs(st, record, ckpt)
-        cfg, changed = _apply_changes(Config.from_saved(st["config"]), changes, int(st["global_step"]))
+        saved = Config.from_saved(st["config"])
+        cfg, changed = _apply_changes(saved, changes, int(st["global_step"]))
+        if jump := _lr_jump(saved, cfg, int(st["global_step"])):
+            print(f"ppo-control: {jump}", file=sys.stderr)
         ts = TrainState.build(cfg)
         try:
             ts.restore(st, ckpt)
@@ -104,6 +111,35 @@ def _prepare_resume(path, changes: dict, command: list):
         "from_iteration": ts.iteration, "from_step": ts.rollout.global_step, "changed": changed,
         "commit": environment_info().get("commit")})
     return ts, run, record, st
+
+
+def _already_finished(ts: TrainState, run: RunDir) -> dict:
+    """A resume of a run that has trained its total_steps: say so, change nothing, return its summary."""
+    ts.envs.close()
+    run.abandon()  # the directory stays as it was (no resume record, no new evaluation)
+    cfg, step = ts.cfg, ts.rollout.global_step
+    print(f"ppo-control: {run.path} is finished ({step:,} steps, total_steps {cfg.total_steps:,}); extend it with "
+          f"`ppo-control train --resume {run.path} --total-steps {2 * cfg.total_steps}`", file=sys.stderr)
+    path = run.path / "summary.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    return {"run_dir": str(run.path), "env_id": cfg.env_id, "algo": cfg.algo, "seed": cfg.seed,
+            "global_step": step, "iterations": ts.iteration}
+
+
+def lr_factor(cfg: Config, global_step: int) -> float:
+    """anneal_lr: the fraction of ``cfg.lr`` the schedule gives at ``global_step``."""
+    return max(cfg.lr_floor, 1.0 - global_step / (cfg.lr_decay_steps or cfg.total_steps))
+
+
+def _lr_jump(saved: Config, cfg: Config, global_step: int) -> Optional[str]:
+    """The learning-rate change a resume with a new total_steps makes, where the schedule's length is it."""
+    if not cfg.anneal_lr or cfg.lr_decay_steps is not None or saved.total_steps == cfg.total_steps:
+        return None
+    old, new = cfg.lr * lr_factor(saved, global_step), cfg.lr * lr_factor(cfg, global_step)
+    return (f"--total-steps {cfg.total_steps} stretches anneal_lr's decay over the longer run: at step "
+            f"{global_step:,} the learning rate goes from {old:.3g} to {new:.3g}, then decays linearly to "
+            f"{cfg.lr * cfg.lr_floor:.3g} at step {cfg.total_steps:,}")
 
 
 def _apply_changes(saved: Config, changes: dict, global_step: int):
@@ -140,7 +176,9 @@ def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
         compiled, why = ts.compile_plan
         if compiled and cfg.compile == "auto":
             print(f"ppo-control: torch.compile {why}; --compile off to skip", file=sys.stderr)
-        record.update(config=cfg.to_dict(), identity=identity, env_overrides_applied=overrides, compile=why)
+        # vectorization: the backend in use (batched falls back to sync for tasks it does not support)
+        record.update(config=cfg.to_dict(), identity=identity, env_overrides_applied=overrides, compile=why,
+                      vectorization=ts.envs.vectorization)
         atomic_write_json(run_dir / "config.json", record)
         log = MetricsLogger(run_dir, cfg.tensorboard, ts.iteration if st else None,
                             ts.rollout.global_step if st else None)
@@ -150,7 +188,7 @@ def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
             run.abandon()
         raise
     bar = Progress(cfg.total_steps, ts.rollout.global_step, cfg.progress, f"{cfg.algo} {cfg.env_id}")
-    save = lambda state: save_checkpoint(run_dir / CHECKPOINT_NAME, dict(state, identity=identity))  # noqa: E731
+    save = lambda state: _save(run_dir, dict(state, identity=identity))  # noqa: E731
     good = ts.capture()  # last state known to be sound: what every exit path saves
     logged = good["iteration"]  # the last iteration whose metrics row is on disk and may be kept
     diverging = False
@@ -204,6 +242,17 @@ def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
     return _finish(ts, run_dir)
 
 
+def _save(run_dir: Path, state: dict) -> None:
+    try:
+        save_checkpoint(run_dir / CHECKPOINT_NAME, state)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        raise CheckpointError(f"cannot write {run_dir / CHECKPOINT_NAME}: no space left on device (the checkpoint "
+                              f"already there is intact); free some space and continue with `ppo-control train "
+                              f"--resume {run_dir}`") from None
+
+
 def _divergence(row: dict) -> Optional[str]:
     """Why this iteration looks diverged (approx_kl or value loss exploding), or None."""
     why = []
@@ -229,7 +278,7 @@ def _on_divergence(ts: TrainState, why: str, good: dict, run_dir: Path, save, wa
 def _iteration(ts: TrainState) -> dict:
     cfg = ts.cfg
     if cfg.anneal_lr:
-        frac = max(cfg.lr_floor, 1.0 - ts.rollout.global_step / (cfg.lr_decay_steps or cfg.total_steps))
+        frac = lr_factor(cfg, ts.rollout.global_step)
         for g in ts.optimizer.param_groups:
             g["lr"] = frac * cfg.lr
     lr_used = ts.optimizer.param_groups[0]["lr"]

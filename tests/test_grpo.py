@@ -435,3 +435,27 @@ def test_member_episodes_count_only_where_the_horizon_cannot_cut_them(tiny, hori
     ts.algorithm.iteration(ts)
     assert (len(ts.rollout.drain_episodes()) > 0) == counted
     ts.envs.close()
+
+
+def test_the_progress_bar_shows_a_finite_return_for_short_horizon_grpo(tiny, monkeypatch):
+    """H 20 on InvertedPendulum ends no training episode (the curve comes from evaluation), so the bar shows
+    the members' mean return over their rollouts: their length where every step pays 1 and a fall pays 0."""
+    train_mod = importlib.import_module("ppo_control.train")
+    shown = []
+
+    class Bar:
+        def __init__(self, *a, **k):
+            pass
+
+        def update(self, n, ret, sps):
+            shown.append(ret)
+
+        def close(self):
+            pass
+    monkeypatch.setattr(train_mod, "Progress", Bar)
+    train(g_cfg(tiny, env_id="InvertedPendulum-v5", start_state="reset", total_steps=200))
+    rows = read_jsonl(tiny().out_dir + "/run/metrics.jsonl")
+    assert len(shown) == len(rows) >= 2
+    assert all(r["charts/episodic_return"] is None for r in rows)  # NaN is written as null
+    assert shown == [r["grpo/group_return_mean"] for r in rows]
+    assert all(0 < x <= 20 for x in shown)

@@ -269,3 +269,81 @@ def test_a_checkpoint_of_the_previous_format_resumes_as_the_code_that_wrote_it_c
     if name == "grpo_visited":
         assert len(st["algorithm"]["pool"]) > len(torch.load(OLD_RUNS / name / "checkpoint.pt",
                                                             weights_only=True)["extra"]["pool"])
+
+
+def test_resuming_a_finished_run_says_so_in_one_line_and_does_not_evaluate_again(tiny, tmp_path, capsys,
+                                                                                monkeypatch):
+    first = train(tiny(eval_episodes=1))
+    before = {f: (tmp_path / "run" / f).read_bytes() for f in ("checkpoint.pt", "config.json", "metrics.jsonl")}
+    capsys.readouterr()
+    monkeypatch.setattr(train_mod, "evaluate", lambda *a, **k: pytest.fail("evaluated again"))
+    again = train(resume=str(tmp_path / "run"))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"ppo-control: {tmp_path / 'run'} is finished (256 steps, total_steps 256); extend it with "
+                   f"`ppo-control train --resume {tmp_path / 'run'} --total-steps 512`"]
+    assert again == first
+    assert before == {f: (tmp_path / "run" / f).read_bytes() for f in before}
+
+
+def test_extending_an_annealed_run_prints_the_learning_rate_jump(tiny, tmp_path, capsys):
+    train(tiny())  # 256 steps: anneal_lr has decayed the lr to 0 at the end
+    capsys.readouterr()
+    train(resume=str(tmp_path / "run"), changes={"total_steps": 512})
+    err = capsys.readouterr().err
+    # lr 3e-4 * (1 - 256/256) = 0 before; 3e-4 * (1 - 256/512) = 1.5e-4 after
+    assert ("--total-steps 512 stretches anneal_lr's decay over the longer run: at step 256 the learning rate goes "
+            "from 0 to 0.00015, then decays linearly to 0 at step 512") in err
+    rows = read_jsonl(tmp_path / "run" / "metrics.jsonl")
+    assert rows[2]["charts/learning_rate"] == pytest.approx(1.5e-4)
+
+
+@pytest.mark.parametrize("env_id, vectorization, used", [("Pendulum-v1", "batched", "sync"),
+                                                         ("InvertedPendulum-v5", "batched", "batched"),
+                                                         ("InvertedPendulum-v5", "sync", "sync")])
+def test_config_json_records_the_vectorization_in_use(tiny, tmp_path, env_id, vectorization, used):
+    train(tiny(env_id=env_id, vectorization=vectorization, total_steps=128))
+    record = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert record["vectorization"] == used and record["config"]["vectorization"] == vectorization
+
+
+def test_a_full_disk_during_a_checkpoint_write_is_one_line_and_keeps_the_last_checkpoint(tiny, tmp_path,
+                                                                                        monkeypatch):
+    import errno
+    import os
+    import ppo_control.algorithms.ppo as ppo_mod
+    real_fdopen, real_iteration = os.fdopen, ppo_mod.PPO.iteration
+
+    class FullDisk:  # a file on a disk that fills up after the first 1000 bytes
+        def __init__(self, f):
+            self.f, self.n = f, 0
+
+        def write(self, b):
+            self.n += len(b)
+            if self.n > 1000:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return self.f.write(b)
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            self.f.close()
+
+    def iteration(self, ts):  # the disk fills up during the second iteration
+        if ts.iteration == 1:
+            monkeypatch.setattr(os, "fdopen", lambda *a, **k: FullDisk(real_fdopen(*a, **k)))
+        return real_iteration(self, ts)
+    monkeypatch.setattr(ppo_mod.PPO, "iteration", iteration)
+    ckpt = tmp_path / "run" / "checkpoint.pt"
+    with pytest.raises(CheckpointError) as e:
+        train(tiny(total_steps=512))
+    assert str(e.value) == (f"cannot write {ckpt}: no space left on device (the checkpoint already there is "
+                            f"intact); free some space and continue with `ppo-control train --resume "
+                            f"{tmp_path / 'run'}`")
+    monkeypatch.undo()
+    assert load_checkpoint(ckpt)["iteration"] == 1
+    assert not [p for p in (tmp_path / "run").iterdir() if p.name.endswith(".tmp")]
+    assert train(resume=str(tmp_path / "run"))["iterations"] == 4
