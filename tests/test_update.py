@@ -9,6 +9,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -129,8 +130,45 @@ def test_gradients_are_clipped_per_network():
     update(pi, vf, opt, data, cfg, torch.Generator().manual_seed(0), True, terms=PPO_TERMS)
     assert float(seen["vf"]) == pytest.approx(0.5, rel=1e-4)  # clipped to max_grad_norm
     assert 0.0 < float(seen["pi"]) < 0.5  # the policy's own, small norm, not scaled down by the critic's
-    loss, _, _, _ = minibatch_loss(pi, None, data, cfg, True, LossTerms())
-    assert loss.requires_grad  # the loss the update optimises is a differentiable tensor
+
+
+def _ratio_batch(ratios, advantages):
+    """A policy (1-d action, std 1) and a batch whose actions are its means, with old log-probs such that
+    the ratios pi/pi_old are ``ratios``: d logp / d log_std = z^2 - 1 = -1 for every sample."""
+    torch.manual_seed(0)
+    pi = GaussianPolicy(mlp(2, (4,), 1, out_gain=0.01), 1)
+    obs = torch.randn(len(ratios), 2)
+    with torch.no_grad():
+        actions = pi(obs)
+        logp = pi.log_prob_entropy(obs, actions)[0]
+    r = torch.tensor(ratios)
+    return pi, dict(obs=obs, actions=actions, logprobs=logp - r.log(), advantages=torch.tensor(advantages))
+
+
+def test_dual_clip_in_the_loss_by_hand():
+    # r=5, A=-1: max(min(-5, -1.2), 3*-1) = -3, bounded by the dual clip (no gradient); r=5, A=1: clipped
+    # at 1.2 (no gradient); r=1, A=-1 and A=2: inside the band, objective r*A
+    pi, mb = _ratio_batch([5.0, 5.0, 1.0, 1.0], [-1.0, 1.0, -1.0, 2.0])
+    cfg = make_config("classic", dual_clip=3.0, ent_coef=0.0)
+    loss, stats, logratio, _ = minibatch_loss(pi, None, mb, cfg, False, LossTerms())
+    assert float(loss) == pytest.approx(-(-3.0 + 1.2 - 1.0 + 2.0) / 4)  # -mean(objective) = 0.2
+    assert torch.allclose(logratio.exp(), torch.tensor([5.0, 5.0, 1.0, 1.0]))
+    loss.backward()
+    # d loss / d log_std = -1/4 * sum over unclipped samples of r*A * (z^2 - 1) = -1/4 * (-1 + 2) * -1
+    assert float(pi.log_std.grad) == pytest.approx(0.25, rel=1e-5)
+    plain, _, _, _ = minibatch_loss(pi, None, mb, cfg.replace(dual_clip=None), False, LossTerms())
+    assert float(plain) == pytest.approx(-(-5.0 + 1.2 - 1.0 + 2.0) / 4)  # without it r=5, A=-1 gives -5
+
+
+def test_dual_clip_in_the_update_statistics_by_hand():
+    pi, mb = _ratio_batch([5.0, 5.0, 1.0, 1.0], [-1.0, 1.0, -1.0, 2.0])
+    cfg = make_config("classic", dual_clip=3.0, ent_coef=0.0, update_epochs=1, num_minibatches=1)
+    st = update(pi, None, make_optimizer([pi], cfg), mb, cfg, torch.Generator().manual_seed(0), False,
+                terms=LossTerms())
+    assert st["losses/dual_clip_frac"] == pytest.approx(0.25)   # only r=5, A<0
+    assert st["losses/clipfrac"] == pytest.approx(0.5)          # |r - 1| > 0.2: both r=5
+    assert st["losses/approx_kl"] == pytest.approx((4.0 - np.log(5.0)) / 2, rel=1e-5)  # mean((r-1) - log r)
+    assert st["losses/policy_loss"] == pytest.approx(0.2, rel=1e-4)  # measured before the step
 
 
 def test_log_std_below_its_clamp_gets_no_gradient():

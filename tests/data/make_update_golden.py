@@ -2,17 +2,25 @@
 had until commit b2811f8 (backprop.py + FlatAdam), so that the autograd update that replaced it is
 checked against what it replaced (tests/test_update.py), not only against itself.
 
-Run at that commit (the modules it imports no longer exist afterwards):
-    git worktree add /tmp/old b2811f8 && cd /tmp/old && python tests/data/make_update_golden.py OUT
+It runs only with the package of that commit (``ppo_control.optim`` and the update loop that used it
+are gone since); from a checkout of today's tree:
+    git worktree add --detach /tmp/old b2811f8
+    cd /tmp/old && PYTHONPATH=$PWD python /path/to/tests/data/make_update_golden.py OUT
+Run so (torch 2.x) it reproduces update_golden.pt to within 1e-5 in every parameter, not bit for bit:
+float rounding differs between torch builds; tests/test_update.py compares with atol 2e-5.
 """
+import importlib.util
 import sys
 
-import torch
+if importlib.util.find_spec("ppo_control.optim") is None:
+    sys.exit("make_update_golden.py needs the package of commit b2811f8 on PYTHONPATH (see its docstring)")
+
+import torch  # noqa: E402
 
 from ppo_control.config import make_config
-from ppo_control.networks import GaussianPolicy, ValueNet
-from ppo_control.optim import FlatAdam
-from ppo_control.update import update
+from ppo_control.networks import GaussianPolicy, ValueNet  # noqa: E402
+from ppo_control.optim import FlatAdam  # noqa: E402
+from ppo_control.update import update  # noqa: E402
 
 CASES = {
     "ppo": dict(),
