@@ -38,8 +38,7 @@ class Config:
     env_kwargs: Tuple[str, ...] = _f((), "keyword arguments for gymnasium.make as key=value pairs, e.g. "
                                          "include_cfrc_ext_in_observation=False (values: numbers, True/False/None, "
                                          "else strings)")
-    algo: str = _f("ppo", "algorithm: ppo (critic + GAE) or grpo (critic-free, groups from shared start states); "
-                             "checked against the registered algorithms (ppo_control.algorithms)")
+    algo: str = _f("ppo", "algorithm: ppo (critic + GAE) or grpo (critic-free, groups from shared start states)")
     total_steps: int = _f(1_000_000, "environment steps to train for; PPO rounds up to whole iterations of "
                                      "num_envs*num_steps, GRPO stops at the first iteration boundary at or past it "
                                      "(summary.json: total_steps_requested and global_step)")

@@ -93,8 +93,6 @@ def _prepare_resume(path, changes: dict, command: list):
         check_belongs(st, record, ckpt)
         saved = Config.from_saved(st["config"])
         cfg, changed = _apply_changes(saved, changes, int(st["global_step"]))
-        if jump := _lr_jump(saved, cfg, int(st["global_step"])):
-            print(f"ppo-control: {jump}", file=sys.stderr)
         ts = TrainState.build(cfg)
         try:
             ts.restore(st, ckpt)
@@ -104,6 +102,8 @@ def _prepare_resume(path, changes: dict, command: list):
     except BaseException:
         run.abandon()
         raise
+    if jump := _lr_jump(saved, cfg, ts.rollout.global_step):
+        print(f"ppo-control: {jump}", file=sys.stderr)
     record = record or {"command": None, "environment": None}
     record["run_id"] = record.get("run_id") or (st.get("identity") or {}).get("run_id") or uuid.uuid4().hex
     record.setdefault("resumes", []).append({
