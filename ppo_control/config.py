@@ -316,8 +316,15 @@ def _validate(c: Config):
           "eval_interval must be >= 0 and eval_interval_episodes >= 1")
     _need(c.device in ("auto", "cpu", "cuda") or (c.device.startswith("cuda:") and c.device[5:].isdigit()),
           f"device must be cpu, cuda, cuda:N or auto (got {c.device!r})")
-    from . import algorithms  # here, not at the top: the algorithms import this module
-    algorithms.get(c.algo).check_config(c)  # each algorithm's own rules; an unknown algo names the registered ones
+    check = ALGORITHM_CHECKS.get(c.algo)  # each algorithm's own rules
+    _need(check is not None, f"algo={c.algo!r} is not one of {sorted(ALGORITHM_CHECKS)}")
+    check(c)
+
+
+# algo name -> that algorithm's check_config, filled by ppo_control.algorithms.register (the package's
+# __init__ imports the algorithms, so they are registered before any Config is built; this module cannot
+# import them: they import it)
+ALGORITHM_CHECKS: dict = {}
 
 
 # Presets --------------------------------------------------------------------

@@ -166,14 +166,11 @@ COMPILE_MIN_UPDATES = 10_000
 _COMPILED: dict = {}
 
 
-def compile_decision(cfg: Config, device: torch.device, algorithm=None) -> Tuple[bool, str]:
+def compile_decision(cfg: Config, device: torch.device, algorithm) -> Tuple[bool, str]:
     """Whether the update's loss runs through ``torch.compile`` for ``cfg`` on ``device``, and why;
-    ``algorithm`` (default: the registered class of ``cfg.algo``) says how many updates the run makes."""
+    ``algorithm`` (the ``Algorithm`` class of ``cfg.algo``) says how many updates the run makes."""
     if cfg.compile != "auto":
         return cfg.compile == "on", f"compile={cfg.compile}"
-    if algorithm is None:
-        from . import algorithms
-        algorithm = algorithms.get(cfg.algo)
     n = algorithm.planned_updates(cfg)
     if n is None:
         return False, f"auto: {algorithm.compile_auto_off}"

@@ -209,20 +209,24 @@ def test_compiled_loss_gives_the_same_update():
         assert torch.allclose(p, q, atol=2e-5, rtol=1e-4), name
 
 
+def _decide(cfg):
+    return update_mod.compile_decision(cfg, torch.device("cpu"), algorithms.get(cfg.algo))
+
+
 def test_compile_decision_auto_on_for_long_ppo_runs_only(monkeypatch):
     cpu = torch.device("cpu")
     monkeypatch.setattr(update_mod, "_compiler_missing", lambda device: "")
     # classic 1M: 489 iterations x 10 epochs x 32 minibatches = 156,480 updates
-    on, why = update_mod.compile_decision(make_config("classic"), cpu)
+    on, why = _decide(make_config("classic"))
     assert on and "156,480" in why
     # 100k steps of the fast preset: 25 x 10 x 8 = 2,000 < 10,000, the compile would not pay
-    assert update_mod.compile_decision(make_config("fast", total_steps=100_000), cpu) == (
+    assert _decide(make_config("fast", total_steps=100_000)) == (
         False, "auto: off, 2,000 minibatch updates < 10,000 (the compile would not pay)")
-    assert not update_mod.compile_decision(make_config("fast", algo="grpo"), cpu)[0]
-    assert update_mod.compile_decision(make_config("fast", total_steps=1000, compile="on"), cpu)[0]
-    assert not update_mod.compile_decision(make_config("classic", compile="off"), cpu)[0]
+    assert not _decide(make_config("fast", algo="grpo"))[0]
+    assert _decide(make_config("fast", total_steps=1000, compile="on"))[0]
+    assert not _decide(make_config("classic", compile="off"))[0]
     monkeypatch.setattr(update_mod, "_compiler_missing", lambda device: "no C++ compiler on PATH")
-    assert update_mod.compile_decision(make_config("classic"), cpu) == (False, "auto: off, no C++ compiler on PATH")
+    assert _decide(make_config("classic")) == (False, "auto: off, no C++ compiler on PATH")
     # compile was a flag in older config.json files and Python callers
     assert make_config("classic", compile=True).compile == "on"
     assert make_config("classic", compile=False).compile == "off"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Type
 
+from ..config import ALGORITHM_CHECKS, ConfigError
 from .base import Algorithm, LossTerms
 
 _REGISTRY: Dict[str, Type[Algorithm]] = {}
@@ -20,10 +21,12 @@ def register(name: str, cls: Type[Algorithm]) -> None:
     if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
         raise TypeError(f"{cls!r} is not a subclass of ppo_control.algorithms.Algorithm")
     _REGISTRY[name] = cls
+    ALGORITHM_CHECKS[name] = cls.check_config  # what Config validation calls for algo=name
 
 
 def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
+    ALGORITHM_CHECKS.pop(name, None)
 
 
 def names() -> List[str]:
@@ -34,7 +37,6 @@ def get(name: str) -> Type[Algorithm]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        from ..config import ConfigError
         raise ConfigError(f"algo={name!r} is not one of {names()}") from None
 
 
