@@ -45,8 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train a policy", description="Train PPO or GRPO. Every option below "
-                       "overrides the chosen preset. Outputs go to OUT_DIR/RUN_NAME: config.json, metrics.csv/"
-                       ".jsonl, tb/ (TensorBoard), checkpoint.pt, eval.json, summary.json.")
+                       "overrides the chosen preset. Outputs go to OUT_DIR/RUN_NAME: config.json, metrics.jsonl, "
+                       "tb/ (TensorBoard), checkpoint.pt, eval.json, summary.json.")
     t.add_argument("--preset", default=None, choices=sorted(PRESETS),
                    help="starting point: 'classic' = the literature's MuJoCo PPO settings (1 env, 2048 steps, "
                         "32 minibatches, 10 epochs), 'default' = the same batch from 4 envs, 'fast' = 64 envs x 64 steps, "

@@ -1,7 +1,8 @@
-"""Per-iteration metrics: TensorBoard scalars, CSV + JSONL rows, a live progress bar.
+"""Per-iteration metrics: TensorBoard scalars, one JSON line per iteration, a live progress bar.
 
-The CSV/JSONL files are what plotting reads, so TensorBoard is never needed to
-look at a run.  Metric names follow the community's (``charts/episodic_return``,
+``metrics.jsonl`` is what every report reads, so TensorBoard is never needed to look at a run.
+One format per run: runs made before this wrote a ``metrics.csv`` copy too, which
+``read_metrics`` still reads where a run has no JSONL file.  Metric names follow the community's (``charts/episodic_return``,
 ``losses/approx_kl`` ...).
 """
 from __future__ import annotations
@@ -15,6 +16,27 @@ from typing import Optional
 from .checkpoint import _atomic_write
 
 CSV_NAME, JSONL_NAME = "metrics.csv", "metrics.jsonl"
+
+
+def read_metrics(run_dir) -> list:
+    """A run's per-iteration rows (dicts; None = no data), from metrics.jsonl, else an old run's metrics.csv."""
+    run_dir = Path(run_dir)
+    if (run_dir / JSONL_NAME).exists():
+        return read_jsonl(run_dir / JSONL_NAME)
+    if not (run_dir / CSV_NAME).exists():
+        return []
+    with open(run_dir / CSV_NAME, newline="") as f:
+        return [{k: _csv_value(v) for k, v in r.items()} for r in csv.DictReader(f)]
+
+
+def _csv_value(text: str):
+    if text == "":
+        return None
+    try:
+        x = float(text)
+    except ValueError:
+        return text
+    return int(x) if x.is_integer() and "." not in text and "e" not in text.lower() else x
 
 
 def read_jsonl(path) -> list:
@@ -34,8 +56,7 @@ class MetricsLogger:
     def __init__(self, run_dir, tensorboard: bool = True, resume_iteration: Optional[int] = None,
                  resume_step: Optional[int] = None):
         self.run_dir = Path(run_dir)
-        self.jsonl_path, self.csv_path = self.run_dir / JSONL_NAME, self.run_dir / CSV_NAME
-        self.columns = None
+        self.jsonl_path = self.run_dir / JSONL_NAME
         if resume_iteration is not None:
             self._truncate(resume_iteration)
         elif self.jsonl_path.exists():
@@ -55,20 +76,6 @@ class MetricsLogger:
         rows = read_jsonl(self.jsonl_path) if self.jsonl_path.exists() else []
         rows = [r for r in rows if r.get("iteration", 0) <= iteration]
         _atomic_write(self.jsonl_path, lambda f: f.write("".join(json.dumps(r) + "\n" for r in rows).encode()))
-        if rows:
-            self.columns = list(rows[0].keys())
-        self._rewrite_csv(rows)
-
-    def _rewrite_csv(self, rows) -> None:
-        def write(f):
-            import io
-            buf = io.StringIO()
-            if self.columns:
-                w = csv.DictWriter(buf, fieldnames=self.columns, extrasaction="ignore")
-                w.writeheader()
-                w.writerows(rows)
-            f.write(buf.getvalue().encode())
-        _atomic_write(self.csv_path, write)
 
     def log(self, row: dict) -> None:
         """``row`` must hold ``iteration`` and ``global_step``; values are floats (NaN = no data)."""
@@ -80,14 +87,6 @@ class MetricsLogger:
         clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
         self._jsonl.write(json.dumps(clean) + "\n")
         self._jsonl.flush()
-        new_file = self.columns is None
-        if new_file:
-            self.columns = list(row.keys())
-        with open(self.csv_path, "a" if not new_file else "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=self.columns, extrasaction="ignore")
-            if new_file:
-                w.writeheader()
-            w.writerow({k: ("" if v is None else v) for k, v in clean.items()})
 
     def close(self) -> None:
         self._jsonl.close()

@@ -1,5 +1,6 @@
 """Aggregation maths on hand-computed inputs, and run directories -> tables."""
 import csv
+import json
 import math
 
 import numpy as np
@@ -200,3 +201,26 @@ def test_grpo_targets_side_baselines_group_by_name_and_leave_the_verdicts_runs_o
                    "default preset, ent_coef=0.01": ["Ant-v5__ent_coef=0.01__s1"],
                    "tuned preset, lr_floor=0.1": ["Ant-v5__lr_floor=0.1__s1", "Ant-v5__lr_floor=0.1__s2"]}
     assert mod.baseline_groups("Walker2d-v5") == {}
+
+
+def test_late_eval_averages_the_evaluations_in_the_last_fifth_of_the_run(tmp_path):
+    from ppo_control.experiments.aggregate import late_eval
+    d = make_run(tmp_path, "a", [1.0, 2.0, 3.0, 4.0, 5.0], total_steps=500)
+    with open(d / "metrics.jsonl", "a") as f:  # periodic evaluations at steps 300, 400 and 500
+        for step, v in ((300, 10.0), (400, 20.0), (500, 40.0)):
+            f.write(json.dumps({"iteration": 9, "global_step": step, "wall_time": 1.0, "eval/return": v}) + "\n")
+    r = load_run(d)
+    assert late_eval(r) == pytest.approx((20.0 + 40.0) / 2)  # steps >= 0.8 * 500 = 400
+    assert r.metric("late_eval") == pytest.approx(30.0)
+    assert late_eval(r, fraction=0.5) == pytest.approx(70.0 / 3)  # 300, 400, 500
+    assert math.isnan(late_eval(load_run(make_run(tmp_path, "b", [1.0]))))
+
+
+def test_old_runs_with_only_metrics_csv_are_read(tmp_path):
+    d = make_run(tmp_path, "a", [1.0, None, 3.0])
+    (d / "metrics.jsonl").unlink()
+    (d / "metrics.csv").write_text("iteration,global_step,wall_time,charts/episodic_return\n"
+                                   "1,100,0.5,1.0\n2,200,1.0,\n3,300,1.5,3.0\n")
+    r = load_run(d)
+    assert r.steps.tolist() == [100, 300] and r.returns.tolist() == [1.0, 3.0]
+    assert r.rows[1] == {"iteration": 2, "global_step": 200, "wall_time": 1.0, "charts/episodic_return": None}

@@ -36,8 +36,9 @@ def test_same_seed_gives_identical_parameters(tiny):
 def test_outputs_and_checkpoint_round_trip(tiny, tmp_path):
     s = train(tiny(tensorboard=True, eval_episodes=2))
     run = tmp_path / "run"
-    for f in ("config.json", "metrics.csv", "metrics.jsonl", "checkpoint.pt", "eval.json", "summary.json"):
+    for f in ("config.json", "metrics.jsonl", "checkpoint.pt", "eval.json", "summary.json"):
         assert (run / f).exists(), f
+    assert not (run / "metrics.csv").exists()  # one metrics format per run
     assert list((run / "tb").iterdir())
     cfgj = json.loads((run / "config.json").read_text())
     assert cfgj["config"]["env_id"] == "InvertedPendulum-v5" and "torch" in cfgj["environment"]

@@ -4,7 +4,9 @@ Per run (finished runs only, i.e. with ``summary.json``):
   final return  mean of the last 10 training episodes (``summary.json``)
   eval return   deterministic evaluation (``eval.json``)
   AUC / step    mean height of the learning curve (see ``curve_auc``)
+  late eval     mean of the periodic evaluations over the last 20% of the run's steps (``late_eval``)
   wall time, SPS
+Every report reads runs through ``load_run`` (every metrics column is in ``Run.rows``).
 
 Over the seeds of one setting: mean, 95% percentile-bootstrap CI (``scipy.stats.bootstrap``)
 and the interquartile mean (IQM, Agarwal et al. 2021) when there are at least 4 seeds.
@@ -17,17 +19,18 @@ import csv
 import io
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..config import OUTPUT_ONLY_FIELDS
-from ..metrics import JSONL_NAME, read_jsonl
+from ..metrics import read_metrics
 
-RETURN_KEY = "charts/episodic_return"
+RETURN_KEY, EVAL_KEY = "charts/episodic_return", "eval/return"
 IQM_MIN_SEEDS = 4
+LATE_FRACTION = 0.8  # late eval: the periodic evaluations at or after this share of the run's total steps
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class Run:
     summary: Optional[dict]
     error: Optional[str]
     curve_key: str = RETURN_KEY  # the metric ``returns`` follows
+    rows: List[dict] = field(default_factory=list, repr=False, compare=False)  # every metrics row, every column
 
     @property
     def status(self) -> str:
@@ -52,12 +56,34 @@ class Run:
     def name(self) -> str:
         return self.path.name
 
+    def column(self, key: str) -> Tuple[np.ndarray, np.ndarray]:
+        """(global_step [K], value [K]) of metrics column ``key`` over the iterations that logged a finite value."""
+        pts = [(r["global_step"], r[key]) for r in self.rows if _is_finite(r.get(key))]
+        return np.array([p[0] for p in pts], dtype=float), np.array([p[1] for p in pts], dtype=float)
+
     def metric(self, key: str) -> float:
-        """``final_return``, ``eval_return``, ``auc``, ``wall_time``, ``SPS`` or ``global_step`` (NaN if absent)."""
+        """``final_return``, ``eval_return``, ``auc``, ``late_eval``, ``wall_time``, ``SPS`` or ``global_step``
+        (NaN if absent)."""
         if key == "auc":
             return curve_auc(self.steps, self.returns)
+        if key == "late_eval":
+            return late_eval(self)
         v = (self.summary or {}).get(key)
         return float(v) if v is not None else float("nan")
+
+
+def _is_finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def late_eval(run: "Run", fraction: float = LATE_FRACTION) -> float:
+    """Mean of a run's periodic deterministic evaluations (``eval/return``) at or after ``fraction`` of its
+    ``total_steps`` (8M-10M of a 10M run); NaN without any. One number per seed that a single unlucky final
+    evaluation (a fall on Hopper) moves less than the final eval."""
+    steps, values = run.column(EVAL_KEY)
+    start = fraction * float(run.config.get("total_steps") or 0)
+    late = values[steps >= start]
+    return float(np.mean(late)) if len(late) else float("nan")
 
 
 def find_run_dirs(paths: Iterable) -> List[Path]:
@@ -82,13 +108,13 @@ def load_run(path, curve_key: str = RETURN_KEY) -> Run:
     # the run had (config.SAVED_BEFORE)
     from ..config import SAVED_BEFORE
     cfg = {**_config_defaults(), **SAVED_BEFORE, **json.loads((path / "config.json").read_text())["config"]}
-    rows = read_jsonl(path / JSONL_NAME) if (path / JSONL_NAME).exists() else []
-    rows = [r for r in rows if r.get(curve_key) is not None and math.isfinite(r[curve_key])]
+    all_rows = read_metrics(path)
+    rows = [r for r in all_rows if _is_finite(r.get(curve_key))]
     summary = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else None
     error = (path / "error.txt").read_text() if (path / "error.txt").exists() else None
     return Run(path, cfg, np.array([r["global_step"] for r in rows], dtype=float),
                np.array([r["wall_time"] for r in rows], dtype=float),
-               np.array([r[curve_key] for r in rows], dtype=float), summary, error, curve_key)
+               np.array([r[curve_key] for r in rows], dtype=float), summary, error, curve_key, all_rows)
 
 
 def _config_defaults() -> dict:
@@ -263,11 +289,10 @@ def peak_of_mean_eval(runs: Sequence[Run]) -> float:
     curves = []
     for r in runs:
         k = int(r.config.get("eval_interval") or 0)
-        path = r.path / JSONL_NAME
-        if k <= 0 or not path.exists():
+        steps, values = r.column(EVAL_KEY)
+        if k <= 0 or not len(steps):
             return float("nan")
-        curves.append({int(row["global_step"]) // k: float(row["eval/return"]) for row in read_jsonl(path)
-                       if row.get("eval/return") is not None and math.isfinite(row["eval/return"])})
+        curves.append({int(s) // k: float(v) for s, v in zip(steps, values)})
     common = set.intersection(*(set(c) for c in curves)) if curves else set()
     return max((float(np.mean([c[i] for c in curves])) for i in common), default=float("nan"))
 

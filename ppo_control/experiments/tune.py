@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 from ..config import OUTPUT_ONLY_FIELDS, PRESETS, Config, ConfigError, make_config
-from ..metrics import JSONL_NAME, read_jsonl
+from ..metrics import read_metrics
 from .jobs import STOP_GRACE_S, config_differences
 from .search_space import SPACES, Param, get_space, parse_space, sample_values, space_lines
 from .tune_report import cell, hide_password, write_report
@@ -114,8 +114,7 @@ def load_study(study_name: str, storage: str):
 
 def eval_curve(run_dir, interval: int) -> Dict[int, float]:
     """``{step: eval/return}`` of a run so far, step = the multiple of ``interval`` the evaluation is for."""
-    path = Path(run_dir) / JSONL_NAME
-    rows = read_jsonl(path) if path.exists() else []
+    rows = read_metrics(run_dir)
     return {int(r["global_step"]) // interval * interval: float(r["eval/return"])
             for r in rows if r.get("eval/return") is not None}
 
