@@ -34,8 +34,12 @@ def test_prepare_places_jobs_and_rejects_bad_names(tmp_path):
     assert (cfg.out_dir, cfg.run_name, cfg.progress, cfg.torch_threads) == (str(tmp_path), "a", False, 1)
     with pytest.raises(ValueError, match="unique"):
         prepare([("a", tiny()), ("a", tiny(seed=2))], tmp_path)
-    with pytest.raises(ValueError, match="plain folder"):
-        prepare([("x/y", tiny())], tmp_path)
+    # a relative path (a suite's TASK/SETTING/seed_N): the last part is the run name, the rest the folder
+    [cfg] = prepare([("Hopper-v5/tuned/seed_1", tiny())], tmp_path)
+    assert (cfg.out_dir, cfg.run_name) == (str(tmp_path / "Hopper-v5" / "tuned"), "seed_1")
+    for bad in ("", "/abs", "x/../y", "x//y", "."):
+        with pytest.raises(ValueError, match="relative paths"):
+            prepare([(bad, tiny())], tmp_path)
 
 
 def test_job_action_from_the_run_directory(tmp_path):

@@ -44,16 +44,17 @@ def prepare(jobs: Sequence[Tuple[str, Config]], out_dir) -> List[Config]:
     """Each job's Config placed in ``out_dir/run_name``, progress bars off, ``torch_threads`` and
     ``env_threads`` 0 -> 1.
 
-    0 means "all cores" per process, which oversubscribes as soon as two jobs run.
+    0 means "all cores" per process, which oversubscribes as soon as two jobs run. A run name may
+    be a relative path (``Hopper-v5/tuned/seed_1``, a suite's layout): its last part is the run name.
     """
     names = [n for n, _ in jobs]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"run names must be unique; repeated: {dup}")
-    bad = [n for n in names if not n or "/" in n or n in (".", "..")]
+    bad = [n for n in names if not n or n.startswith("/") or any(p in (".", "..", "") for p in n.split("/"))]
     if bad:
-        raise ValueError(f"run names must be plain folder names; got {bad}")
-    return [cfg.replace(out_dir=str(out_dir), run_name=name, progress=False,
+        raise ValueError(f"run names must be folder names or relative paths below out_dir; got {bad}")
+    return [cfg.replace(out_dir=str(Path(out_dir, name).parent), run_name=Path(name).name, progress=False,
                         torch_threads=cfg.torch_threads or 1, env_threads=cfg.env_threads or 1)
             for name, cfg in jobs]
 
@@ -81,12 +82,12 @@ def run_jobs(jobs: Sequence[Tuple[str, Config]], out_dir, workers: Optional[int]
     cfgs = prepare(jobs, out_dir)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     log = _Log(Path(out_dir) / LOG_NAME, len(cfgs), echo)
-    results, todo = {}, []
+    results, todo = {}, []  # keyed by run directory: run names repeat across a suite's folders
     for cfg in cfgs:
         action, why = job_action(cfg)
         if action in ("skip", "conflict"):
-            results[cfg.run_name] = log.record(JobResult(cfg.run_name, str(Path(out_dir) / cfg.run_name), action,
-                                                         "skipped" if action == "skip" else "conflict", 0.0, why))
+            results[_dir(cfg)] = log.record(JobResult(cfg.run_name, _dir(cfg), action,
+                                                      "skipped" if action == "skip" else "conflict", 0.0, why))
         else:
             todo.append(cfg)
     if todo:
@@ -99,8 +100,12 @@ def run_jobs(jobs: Sequence[Tuple[str, Config]], out_dir, workers: Optional[int]
             from .ray_backend import run_ray as run
         with stop_signals_as_interrupt():
             for r in run(todo, workers, ray_address, log):
-                results[r.run_name] = r
-    return [results[c.run_name] for c in cfgs]
+                results[str(Path(r.run_dir))] = r
+    return [results[_dir(c)] for c in cfgs]
+
+
+def _dir(cfg: Config) -> str:
+    return str(Path(cfg.out_dir) / cfg.run_name)
 
 
 def _run_local(cfgs: Sequence[Config], workers: int, ray_address, log: _Log) -> List[JobResult]:

@@ -1,0 +1,201 @@
+"""Benchmark suites: one TOML file per benchmark, its jobs, and the committed runs that belong to it.
+
+A suite file (``benchmarks/suites/NAME.toml``) declares what to run and what to write::
+
+    description = "Tuned PPO on the MuJoCo v5 tasks at 1M steps"
+    tasks = ["HalfCheetah-v5", "Hopper-v5"]
+    preset = "tuned"
+    seeds = [1, 2, 3, 4, 5]
+    total_steps = 1_000_000
+    eval_interval = 50_000                    # optional, like every config field
+    overrides = { num_envs = 64 }             # optional: every run
+    seeds_for = { "HalfCheetah-v5" = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] }   # optional: per-task seeds
+
+    [settings.tuned]                          # setting name -> config overrides ({} = the preset)
+    [settings.default]
+    preset = "default"                        # also: tasks, seeds, seeds_for, for a setting of its own
+    [grid]                                    # optional: more settings, one per combination
+    gae_lambda = [0.9, 0.95]                  # named "gae_lambda=0.9,ent_coef=0"
+    ent_coef = [0.0, 0.01]
+
+    [[table]]                                 # see report.py: out, settings, metrics, baseline
+    [[figure]]                                # see report.py: out, settings, curve, x, heatmap
+    [[command]]                               # a measurement the suite runs as a shell command
+    run = "python benchmarks/speed.py env"
+
+A run is identified by what it is, not where it lies: the (task, setting, seed) job's Config,
+built as a run of the suite would be, is looked for among every run directory under the runs
+root (its saved ``config.json``, compared as the runner compares a resumed run), so runs made
+before the suite existed, under any folder, are found. New runs go to
+``RUNS_ROOT/SUITE/TASK/SETTING/seed_N``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..config import OUTPUT_ONLY_FIELDS, Config, ConfigError, make_config
+from .aggregate import format_value
+from .jobs import config_differences
+
+RUNS_ROOT = Path("results/runs")
+SUITES_DIR = Path("benchmarks/suites")
+_FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+_SUITE_KEYS = {"description", "tasks", "preset", "seeds", "seeds_for", "overrides", "settings", "grid", "table",
+               "figure", "command"}
+_SETTING_KEYS = {"preset", "tasks", "seeds", "seeds_for"}
+_NOT_SET = {"seed", "env_id", "run_name", "out_dir", "progress"}
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    preset: str
+    overrides: dict
+    tasks: Tuple[str, ...]
+    seeds: Dict[str, Tuple[int, ...]]  # task -> seeds
+
+
+@dataclass(frozen=True)
+class Job:
+    suite: str
+    task: str
+    setting: str
+    seed: int
+    config: Config
+
+    @property
+    def rel_dir(self) -> Path:
+        """Where a run of this job made by the suite lives, below the runs root."""
+        return Path(self.suite) / self.task / self.setting / f"seed_{self.seed}"
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    path: Path
+    description: str
+    settings: Tuple[Setting, ...]
+    tables: Tuple[dict, ...]
+    figures: Tuple[dict, ...]
+    commands: Tuple[dict, ...]
+
+    @property
+    def tasks(self) -> List[str]:
+        return list(dict.fromkeys(t for s in self.settings for t in s.tasks))
+
+    def jobs(self, tasks: Optional[Sequence[str]] = None, seeds: Optional[Sequence[int]] = None) -> List[Job]:
+        """Every (task, setting, seed) job, task-major; ``tasks`` / ``seeds`` keep a subset."""
+        out = []
+        for task in self.tasks:
+            for s in self.settings:
+                for seed in s.seeds.get(task, ()):
+                    if (tasks and task not in tasks) or (seeds and seed not in seeds):
+                        continue
+                    out.append(Job(self.name, task, s.name, seed, _config(s, task, seed)))
+        return out
+
+
+def _config(s: Setting, task: str, seed: int) -> Config:
+    try:
+        return make_config(s.preset, **s.overrides, env_id=task, seed=seed)
+    except ConfigError as e:
+        raise ConfigError(f"setting {s.name!r} on {task}: {e}") from None
+
+
+def suite_path(name_or_path) -> Path:
+    """``mujoco_1m`` -> ``benchmarks/suites/mujoco_1m.toml``; a path is kept."""
+    p = Path(name_or_path)
+    return p if p.suffix == ".toml" else SUITES_DIR / f"{p}.toml"
+
+
+def load_suite(name_or_path) -> Suite:
+    path = suite_path(name_or_path)
+    if not path.exists():
+        known = sorted(p.stem for p in SUITES_DIR.glob("*.toml")) if SUITES_DIR.is_dir() else []
+        raise ConfigError(f"no suite file {path}" + (f"; suites: {', '.join(known)}" if known else ""))
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    return parse_suite(data, path.stem, path)
+
+
+def parse_suite(data: dict, name: str, path: Path = Path("-")) -> Suite:
+    """A Suite from a suite file's parsed TOML; every job's Config is built (so validated) here."""
+    unknown = sorted(set(data) - _SUITE_KEYS - set(_FIELDS))
+    if unknown:
+        raise ConfigError(f"{path}: unknown keys {unknown}; keys: {sorted(_SUITE_KEYS)} and config fields")
+    base = {k: v for k, v in data.items() if k in _FIELDS and k != "preset"}
+    base.update(data.get("overrides", {}))
+    tasks, preset = list(data.get("tasks", [])), data.get("preset", "default")
+    seeds, seeds_for = data.get("seeds", [1]), data.get("seeds_for", {})
+    named = dict(data.get("settings", {}))
+    grid = data.get("grid", {})
+    for values in itertools.product(*grid.values()):
+        cell = dict(zip(grid, values))
+        named[",".join(f"{k}={format_value(v)}" for k, v in cell.items())] = cell
+    if not named:
+        named = {preset: {}}
+    settings = []
+    for sname, spec in named.items():
+        bad = sorted(set(spec) - _SETTING_KEYS - set(_FIELDS) | set(spec) & _NOT_SET)
+        if bad:
+            raise ConfigError(f"{path}: setting {sname!r}: {bad} cannot be set here (config fields other than "
+                              f"{sorted(_NOT_SET)}, or {sorted(_SETTING_KEYS)})")
+        s_tasks = list(spec.get("tasks", tasks))
+        s_seeds = {t: tuple(spec.get("seeds_for", {}).get(t, seeds_for.get(t, spec.get("seeds", seeds))))
+                   for t in s_tasks}
+        overrides = _typed({**base, **{k: v for k, v in spec.items() if k in _FIELDS and k != "preset"}})
+        settings.append(Setting(sname, spec.get("preset", preset), overrides, tuple(s_tasks), s_seeds))
+    suite = Suite(name, path, data.get("description", ""), tuple(settings), tuple(data.get("table", [])),
+                  tuple(data.get("figure", [])), tuple(data.get("command", [])))
+    suite.jobs()  # validate every Config now, not when its run would start
+    return suite
+
+
+def _typed(values: dict) -> dict:
+    """TOML lists for tuple fields (hidden sizes) as tuples."""
+    return {k: tuple(v) if isinstance(v, list) and _FIELDS[k].type.startswith(("Tuple", "Optional[Tuple"))
+            else v for k, v in values.items()}
+
+
+# Finding the runs ---------------------------------------------------------------------------------
+
+class RunIndex:
+    """Every run directory's saved config under a runs root, read once, looked up by (env id, seed)."""
+
+    def __init__(self, root=RUNS_ROOT):
+        self.root = Path(root)
+        self.by_key: Dict[Tuple[str, int], List[Tuple[Path, dict]]] = {}
+        for p in sorted(self.root.rglob("config.json")) if self.root.is_dir() else []:
+            try:
+                cfg = json.loads(p.read_text())["config"]
+            except (ValueError, KeyError, OSError):
+                continue
+            self.by_key.setdefault((cfg.get("env_id"), cfg.get("seed")), []).append((p.parent, cfg))
+
+    def find(self, job: Job) -> Optional[Path]:
+        """The run directory of ``job``: its own folder if it holds that run, else any run with the same
+        config (finished ones first, then by path); None if there is none."""
+        want = job.config.to_dict()
+        own = self.root / job.rel_dir
+        hits = [d for d, cfg in self.by_key.get((job.task, job.seed), []) if same_run(cfg, want)]
+        if not hits:
+            return None
+        return min(hits, key=lambda d: (d != own, not (d / "summary.json").exists(), str(d)))
+
+
+def same_run(saved: dict, want: dict) -> bool:
+    """The runner's test (``config_differences``, fields a run saved), plus the preset, which it keeps."""
+    return not config_differences(saved, want) and all(k in saved or k in OUTPUT_ONLY_FIELDS for k in
+                                                           ("env_id", "seed", "total_steps", "algo"))
+
+
+def suite_runs(suite: Suite, index: RunIndex, tasks=None, seeds=None) -> List[Tuple[Job, Optional[Path]]]:
+    return [(j, index.find(j)) for j in suite.jobs(tasks, seeds)]
