@@ -12,7 +12,7 @@ from .checkpoint import CheckpointError
 from .cliargs import OneLineParser, add_config_args, config_from_args
 from .config import PRESETS, RESUMABLE_FIELDS, Config, ConfigError, applied_env_overrides
 from .envs import EnvError, SnapshotError
-from .experiments import sweep
+from .experiments import suite_cli, sweep
 from .update import NonFiniteError
 
 CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(Config)) - {"preset"}
@@ -72,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "action sizes)")
 
     sweep.add_parsers(sub)
+    suite_cli.add_parsers(sub)
     from .experiments import tune  # optuna itself is imported only when a study runs
     tune.add_parsers(sub)
     return p

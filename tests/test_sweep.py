@@ -3,7 +3,7 @@ import pytest
 
 from ppo_control.cli import build_parser, main
 from ppo_control.config import ConfigError
-from ppo_control.experiments.sweep import bench_jobs, expand_grid, parse_grid, parse_value
+from ppo_control.experiments.sweep import expand_grid, parse_grid, parse_value
 
 
 def test_values_take_the_field_type():
@@ -78,19 +78,11 @@ def test_invalid_cells_fail_before_anything_runs():
         expand_grid("default", {}, [], [1, 1])
 
 
-def test_bench_jobs():
-    jobs = bench_jobs("default", {"algo": "ppo", "total_steps": 1000}, ["HalfCheetah-v5", "Swimmer-v5"], [1, 2])
-    assert [n for n, _ in jobs] == ["HalfCheetah-v5__ppo__s1", "HalfCheetah-v5__ppo__s2", "Swimmer-v5__ppo__s1",
-                                    "Swimmer-v5__ppo__s2"]
-
-
 def test_cli_dry_run(capsys, tmp_path):
     rc = main(["sweep", "--env-id", "Hopper-v5", "--grid", "gae_lambda=0.9,0.95,0.99", "--grid", "ent_coef=0,0.01",
                "--seeds", "1", "2", "3", "--total-steps", "1000", "--out-dir", str(tmp_path), "--dry-run"])
     out = capsys.readouterr().out
     assert rc == 0 and "18 jobs" in out and f"{tmp_path}/Hopper-v5__gae_lambda=0.9__ent_coef=0__s1" in out
-    rc = main(["bench", "--envs", "Hopper-v5", "Ant-v5", "--algo", "ppo", "--seeds", "1", "2", "--dry-run"])
-    assert rc == 0 and "4 jobs" in capsys.readouterr().out
     assert not list(tmp_path.iterdir())  # a dry run writes nothing
 
 
@@ -111,7 +103,6 @@ def test_parser_registers_the_commands():
     "sweep --grid gae_lambda=0.9,0.95 --grid ent_coef=0,0.01 --seeds 1 2 --target-kl none --no-norm-obs "
     "--hidden-sizes 64,64 --out-dir runs/x --dry-run",
     "plot a b --out x.png --group-by gae_lambda ent_coef --heatmap gae_lambda ent_coef",
-    "bench --envs Hopper-v5 Ant-v5 --algo ppo --total-steps 1000 --workers 2",
 ])
 def test_recorded_command_parses_back_to_the_same_options(argv):
     from ppo_control.experiments.sweep import command_line

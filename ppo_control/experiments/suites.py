@@ -137,7 +137,7 @@ def parse_suite(data: dict, name: str, path: Path = Path("-")) -> Suite:
     seeds, seeds_for = data.get("seeds", [1]), data.get("seeds_for", {})
     named = dict(data.get("settings", {}))
     grid = data.get("grid", {})
-    for values in itertools.product(*grid.values()):
+    for values in itertools.product(*grid.values()) if grid else ():
         cell = dict(zip(grid, values))
         named[",".join(f"{k}={format_value(v)}" for k, v in cell.items())] = cell
     if not named:
@@ -180,15 +180,10 @@ class RunIndex:
                 continue
             self.by_key.setdefault((cfg.get("env_id"), cfg.get("seed")), []).append((p.parent, cfg))
 
-    def find(self, job: Job) -> Optional[Path]:
-        """The run directory of ``job``: its own folder if it holds that run, else any run with the same
-        config (finished ones first, then by path); None if there is none."""
+    def matches(self, job: Job) -> List[Path]:
+        """Every run directory holding a run of ``job`` (same config), sorted by path."""
         want = job.config.to_dict()
-        own = self.root / job.rel_dir
-        hits = [d for d, cfg in self.by_key.get((job.task, job.seed), []) if same_run(cfg, want)]
-        if not hits:
-            return None
-        return min(hits, key=lambda d: (d != own, not (d / "summary.json").exists(), str(d)))
+        return [d for d, cfg in self.by_key.get((job.task, job.seed), []) if same_run(cfg, want)]
 
 
 def same_run(saved: dict, want: dict) -> bool:
@@ -198,4 +193,18 @@ def same_run(saved: dict, want: dict) -> bool:
 
 
 def suite_runs(suite: Suite, index: RunIndex, tasks=None, seeds=None) -> List[Tuple[Job, Optional[Path]]]:
-    return [(j, index.find(j)) for j in suite.jobs(tasks, seeds)]
+    """Each job with its run directory (None: not run yet). Where several folders hold the same run
+    (one config run twice, e.g. a sweep's cell that is also a preset), the job's own folder wins, then
+    a finished run, then the folder holding most of that task and setting's seeds, so that a
+    setting's seeds come from one place; then the path."""
+    jobs = suite.jobs(tasks, seeds)
+    hits = {j: index.matches(j) for j in jobs}
+    share: Dict[Tuple[str, str, Path], int] = {}
+    for j, ds in hits.items():
+        for d in ds:
+            share[(j.task, j.setting, d.parent)] = share.get((j.task, j.setting, d.parent), 0) + 1
+
+    def rank(j: Job, d: Path):
+        return (d != index.root / j.rel_dir, not (d / "summary.json").exists(),
+                -share[(j.task, j.setting, d.parent)], str(d))
+    return [(j, min(hits[j], key=lambda d: rank(j, d)) if hits[j] else None) for j in jobs]

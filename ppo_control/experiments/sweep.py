@@ -1,8 +1,7 @@
-"""Grid sweeps and per-environment benchmarks as runner jobs, and the ``sweep``/``bench``/``plot`` commands.
+"""Grid sweeps as runner jobs, and the ``sweep``/``plot`` commands (suites: ``suite_cli.py``).
 
     ppo-control sweep --env-id Hopper-v5 --grid gae_lambda=0.9,0.95,0.99 --grid ent_coef=0,0.01 \\
         --seeds 1 2 3 --total-steps 1000000 --out-dir runs/hopper_lambda_ent
-    ppo-control bench --envs HalfCheetah-v5 Hopper-v5 --algo ppo --seeds 1 2 3 --out-dir runs/bench
     ppo-control plot runs/hopper_lambda_ent --out results/hopper.png --heatmap gae_lambda ent_coef
 
 Every grid cell x seed is one job with a deterministic run name
@@ -138,16 +137,10 @@ def expand_grid(preset: str, overrides: dict, grid: Sequence[Tuple[str, list]], 
     return jobs
 
 
-def bench_jobs(preset: str, overrides: dict, envs: Sequence[str], seeds: Sequence[int]) -> List[Job]:
-    """One job per environment x seed, named ``ENV__ALGO__sSEED`` (per-env preset tweaks apply)."""
-    jobs = expand_grid(preset, overrides, [("env_id", list(envs))], seeds)
-    return [(f"{cfg.env_id}__{cfg.algo}__s{cfg.seed}", cfg) for _, cfg in jobs]
-
-
 # Commands -----------------------------------------------------------------------------------
 
 def add_parsers(sub) -> None:
-    """Register ``sweep``, ``bench`` and ``plot`` on the ``ppo-control`` subparsers."""
+    """Register ``sweep`` and ``plot`` on the ``ppo-control`` subparsers."""
     from .plotting import X_AXES
     from .runner import add_runner_args
 
@@ -160,14 +153,6 @@ def add_parsers(sub) -> None:
     _common(s, add_runner_args)
     add_config_args(s, skip=("preset", "seed", "run_name"))
     s.set_defaults(func=_cmd_sweep)
-
-    b = sub.add_parser("bench", help="per-environment benchmark: envs x seeds",
-                       description="Run each environment x seed with one configuration (per-env preset tweaks "
-                       "apply), then write OUT_DIR/bench.{md,csv,png}.")
-    b.add_argument("--envs", nargs="+", required=True, metavar="ENV_ID", help="gymnasium env ids")
-    _common(b, add_runner_args)
-    add_config_args(b, skip=("preset", "seed", "run_name", "env_id"))
-    b.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("plot", help="learning curves, tables and heatmaps from run directories",
                        description="Read run directories (or folders holding them) and write learning curves "
@@ -209,13 +194,6 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     by = [k for k, _ in grid if not (k == "env_id" and len(grid) > 1)]
     heatmap = by if len(by) == 2 else None
     return _run_and_report(args, jobs, out_dir, "sweep", by, heatmap)
-
-
-def _cmd_bench(args: argparse.Namespace) -> int:
-    overrides = _overrides(args)
-    out_dir = overrides.pop("out_dir", Config.out_dir)
-    return _run_and_report(args, bench_jobs(args.preset, overrides, args.envs, args.seeds), out_dir, "bench",
-                           [], None)
 
 
 def _run_and_report(args, jobs: List[Job], out_dir: str, name: str, by: List[str], heatmap) -> int:

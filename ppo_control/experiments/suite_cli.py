@@ -1,0 +1,171 @@
+"""``ppo-control bench SUITE`` and ``ppo-control report SUITE | --all [--check]``.
+
+    ppo-control bench benchmarks/suites/mujoco_1m.toml --tasks Hopper-v5 --seeds 1 2 --workers 2
+    ppo-control report mujoco_1m
+    ppo-control report --all --check      # exit 1 naming every table or page that would change
+
+``bench`` runs every job of the suite that has no finished run yet (one found anywhere under the
+runs root by its config counts), resumes unfinished ones where they lie, and starts the rest in
+RUNS_ROOT/SUITE/TASK/SETTING/seed_N; then it writes the suite's report. ``report`` runs nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List
+
+from ..config import ConfigError
+from . import report as rp
+from .suites import RUNS_ROOT, SUITES_DIR, RunIndex, Suite, load_suite, suite_runs
+
+
+def add_parsers(sub) -> None:
+    """Register ``bench`` and ``report`` on the ``ppo-control`` subparsers."""
+    from .runner import add_runner_args
+    b = sub.add_parser("bench", help="run a benchmark suite (resumable), then write its report",
+                       description="Run the jobs of a suite file (benchmarks/suites/*.toml) that have no finished "
+                       "run yet, resuming unfinished ones, then write its tables and figures.")
+    b.add_argument("suite", help="suite file or name, e.g. benchmarks/suites/mujoco_1m.toml or mujoco_1m")
+    b.add_argument("--tasks", nargs="+", metavar="ENV_ID", help="only these tasks")
+    b.add_argument("--seeds", nargs="+", type=int, metavar="SEED", help="only these seeds")
+    b.add_argument("--dry-run", action="store_true", help="list each job and where its run is, run nothing")
+    b.add_argument("--no-report", action="store_true", help="skip the tables and figures after the runs")
+    b.add_argument("--runs-root", default=str(RUNS_ROOT), help="where runs are found and made (default: %(default)s)")
+    add_runner_args(b)
+    b.set_defaults(func=_cmd_bench)
+
+    r = sub.add_parser("report", help="write a suite's tables and figures and fill the tables in README/docs",
+                       description="Write each suite's tables (.md, .csv) and figures from its runs, then fill every "
+                       "'<!-- table: results/PATH.md -->' block in README.md and docs/*.md. Runs nothing.")
+    r.add_argument("suites", nargs="*", metavar="SUITE", help="suite names or files")
+    r.add_argument("--all", action="store_true", help=f"every suite in {SUITES_DIR}")
+    r.add_argument("--check", action="store_true", help="write nothing; exit 1 naming every table or page that "
+                   "would change (provenance footers and figures excepted)")
+    r.add_argument("--runs-root", default=str(RUNS_ROOT), help="where runs are found (default: %(default)s)")
+    r.add_argument("--root", default=".", help="the folder holding README.md and docs/ (default: here)")
+    r.set_defaults(func=_cmd_report)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from .runner import report, run_jobs
+    suite = load_suite(args.suite)
+    index = RunIndex(args.runs_root)
+    found = suite_runs(suite, index, args.tasks, args.seeds)
+    if not found and not suite.commands:
+        raise ConfigError(f"suite {suite.name}: no job matches --tasks {args.tasks} --seeds {args.seeds}")
+    jobs, root = [], Path(args.runs_root)
+    for job, d in found:
+        done = d is not None and (d / "summary.json").exists()
+        where = d if d is not None else root / job.rel_dir
+        if args.dry_run:
+            print(f"{'finished' if done else 'resume' if d else 'new':<8} {job.task} {job.setting} "
+                  f"seed {job.seed}: {where}")
+        elif not done:
+            jobs.append((str(where.relative_to(root)), job.config))
+    if args.dry_run:
+        for c in suite.commands:
+            print(f"{'command':<8} {c['run']}")
+        print(f"{len(found)} jobs, {sum(1 for _, d in found if d is None)} not started; "
+              f"{len(suite.commands)} commands")
+        return 0
+    t0, failed = time.time(), False
+    if jobs:
+        results = run_jobs(jobs, root, args.workers, args.backend, args.ray_address)
+        print(f"runner: {report(results)} in {time.time() - t0:.0f} s")
+        failed = any(r.status in ("failed", "conflict") for r in results)
+    for c in suite.commands:
+        print(f"bench: {c['run']}", flush=True)
+        failed |= subprocess.run(c["run"], shell=True).returncode != 0
+    if not args.no_report:
+        write_suite(suite, RunIndex(args.runs_root), _command(args), time.time() - t0)
+    return 1 if failed else 0
+
+
+def _command(args: argparse.Namespace) -> List[str]:
+    return ["ppo-control", *sys.argv[2:]] if sys.argv[1:2] == [args.command] else ["ppo-control", args.command]
+
+
+def write_suite(suite: Suite, index: RunIndex, command: List[str], wall_time: float) -> List[Path]:
+    """Every table (.md with footer, .csv with '#' provenance lines) and figure of ``suite``."""
+    md, csv, groups = rp.suite_tables(suite, index)
+    prov = rp.suite_provenance(command, groups, wall_time)
+    paths = []
+    for path, body in md.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body + rp.footer_text(prov))
+        paths.append(path)
+    for path, rows in csv.items():
+        path.write_text(rp.csv_text(rows, prov))
+        paths.append(path)
+    paths += rp.write_figures(suite, groups, prov)
+    return paths
+
+
+def _suites(args) -> List[Suite]:
+    if args.all:
+        return [load_suite(p) for p in sorted(SUITES_DIR.glob("*.toml"))]
+    if not args.suites:
+        raise ConfigError("name a suite (e.g. report mujoco_1m) or give --all")
+    return [load_suite(s) for s in args.suites]
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    t0 = time.time()
+    suites, index = _suites(args), RunIndex(args.runs_root)
+    pending: Dict[Path, str] = {}  # results file -> its new body (check mode)
+    stale: List[str] = []
+    for suite in suites:
+        if args.check:
+            md, csv, _ = rp.suite_tables(suite, index)
+            for path, body in md.items():
+                old = path.read_text() if path.exists() else ""
+                pending[path] = body
+                if rp.body_of(old) != body:
+                    stale.append(f"{path} (from suite {suite.name})")
+            for path, rows in csv.items():
+                old = path.read_text() if path.exists() else ""
+                if rp.csv_body(old) != rp.csv_body(rp.csv_text(rows, None)):
+                    stale.append(f"{path} (from suite {suite.name})")
+        else:
+            for p in write_suite(suite, index, ["ppo-control", "report", *shlex.split(" ".join(args.suites)),
+                                                *(["--all"] if args.all else [])], time.time() - t0):
+                print(f"wrote {p}")
+    stale += _fill_pages(Path(args.root), pending, write=not args.check)
+    if args.check:
+        for s in stale:
+            print(f"would change: {s}")
+        print(f"report --check: {len(stale)} stale of {len(pending)} tables and their pages "
+              f"({time.time() - t0:.1f} s)")
+        return 1 if stale else 0
+    return 0
+
+
+def _fill_pages(root: Path, pending: Dict[Path, str], write: bool) -> List[str]:
+    """Fill (or, with ``write`` False, compare) every table block of README.md and docs/*.md."""
+    missing, changed = [], []
+
+    def read(rel: str) -> str:
+        p = Path(rel)
+        if p in pending:
+            return pending[p]
+        path = root / rel
+        if not path.exists():
+            missing.append(rel)
+            return ""
+        return path.read_text()
+
+    for page in rp.pages(root):
+        old = page.read_text()
+        new = rp.fill_blocks(old, read)
+        if new != old:
+            changed.append(f"{page} (a table block)")
+            if write:
+                page.write_text(new)
+                print(f"filled {page}")
+    if missing:
+        raise ConfigError(f"table blocks name results files that do not exist: {sorted(set(missing))}")
+    return changed
