@@ -103,11 +103,7 @@ def load_run(path, curve_key: str = RETURN_KEY) -> Run:
     """``curve_key``: the metric the curve follows — training episodes (``charts/episodic_return``)
     or the periodic deterministic evaluation (``eval/return``, runs with ``eval_interval``)."""
     path = Path(path)
-    # fields added to Config after a run was made take their defaults, so old and new runs of
-    # the same setting group together; those whose default changed what a run does take the value
-    # the run had (config.SAVED_BEFORE)
-    from ..config import SAVED_BEFORE
-    cfg = {**_config_defaults(), **SAVED_BEFORE, **json.loads((path / "config.json").read_text())["config"]}
+    cfg = saved_config(json.loads((path / "config.json").read_text())["config"])
     all_rows = read_metrics(path)
     rows = [r for r in all_rows if _is_finite(r.get(curve_key))]
     summary = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else None
@@ -115,6 +111,14 @@ def load_run(path, curve_key: str = RETURN_KEY) -> Run:
     return Run(path, cfg, np.array([r["global_step"] for r in rows], dtype=float),
                np.array([r["wall_time"] for r in rows], dtype=float),
                np.array([r[curve_key] for r in rows], dtype=float), summary, error, curve_key, all_rows)
+
+
+def saved_config(saved: dict) -> dict:
+    """A run's saved config with every field: fields added to Config after the run was made take their
+    defaults, so old and new runs of the same setting group together; those whose default changed what
+    a run does take the value the run had (``config.SAVED_BEFORE``)."""
+    from ..config import SAVED_BEFORE
+    return {**_config_defaults(), **SAVED_BEFORE, **saved}
 
 
 def _config_defaults() -> dict:

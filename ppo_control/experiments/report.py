@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .aggregate import (EVAL_KEY, RETURN_KEY, Run, load_run, peak_of_mean_eval, provenance, provenance_text,
-                        ratio_ci, seed_stats, write_csv)
+                        ratio_ci, seed_stats)
 from .suites import RunIndex, Suite, suite_runs
 
 FOOTER = "<!-- provenance: how this file was made (not compared by report --check) -->"
@@ -80,6 +80,8 @@ def load_suite_runs(suite: Suite, index: RunIndex):
         wanted.append(job.seed)
         if d is not None:
             runs.append(load_run(d, RETURN_KEY))
+    for _, runs in out.values():  # by path, as load_runs orders them: the bootstrap's draws follow the order
+        runs.sort(key=lambda r: str(r.path))
     return out
 
 
@@ -121,7 +123,8 @@ def table_rows(spec: dict, groups) -> Tuple[List[str], List[List[str]], List[dic
             line.append(text)
             row.update({f"{m}_{k}": v for k, v in st.items()})
         if base:
-            line.append(_ratio_cell(done, groups.get((task, base), ([], []))[1], ratio_of, row))
+            line.append("(baseline)" if setting == base else
+                        _ratio_cell(done, groups.get((task, base), ([], []))[1], ratio_of, row))
         line += [str(notes[c].get(task, "—")) for c in notes]
         cells.append(line)
         rows.append(row)
@@ -246,9 +249,17 @@ def suite_tables(suite: Suite, index: RunIndex) -> Tuple[Dict[Path, str], Dict[P
 
 
 def csv_text(rows: List[dict], prov: Optional[dict]) -> str:
-    import tempfile
-    with tempfile.TemporaryDirectory() as d:
-        return write_csv(rows, Path(d) / "t.csv", prov).read_text()
+    """Rows as CSV (every key any row has; blank where a row has none), provenance as leading '#' lines."""
+    import csv
+    import io
+    buf = io.StringIO()
+    buf.writelines(f"# {p}\n" for p in provenance_text(prov))
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    if keys:
+        w = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    return buf.getvalue()
 
 
 def footer_text(prov: dict) -> str:

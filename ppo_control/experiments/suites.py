@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..config import OUTPUT_ONLY_FIELDS, Config, ConfigError, make_config
-from .aggregate import format_value
+from ..config import Config, ConfigError, make_config
+from .aggregate import format_value, saved_config
 from .jobs import config_differences
 
 RUNS_ROOT = Path("results/runs")
@@ -50,6 +50,10 @@ _SUITE_KEYS = {"description", "tasks", "preset", "seeds", "seeds_for", "override
                "figure", "command"}
 _SETTING_KEYS = {"preset", "tasks", "seeds", "seeds_for"}
 _NOT_SET = {"seed", "env_id", "run_name", "out_dir", "progress"}
+_GRPO_ONLY = frozenset(n for n, f in _FIELDS.items() if f.metadata.get("help", "").startswith("GRPO"))
+# options that change how much is simulated, not the training data (grpo_freeze_ended: "the same training
+# data for less simulation"): a run made either way is the same run
+SAME_DATA_FIELDS = frozenset({"grpo_freeze_ended"})
 
 
 @dataclass(frozen=True)
@@ -181,15 +185,19 @@ class RunIndex:
             self.by_key.setdefault((cfg.get("env_id"), cfg.get("seed")), []).append((p.parent, cfg))
 
     def matches(self, job: Job) -> List[Path]:
-        """Every run directory holding a run of ``job`` (same config), sorted by path."""
+        """Every run directory holding a run of ``job`` (``same_run``), sorted by path."""
         want = job.config.to_dict()
         return [d for d, cfg in self.by_key.get((job.task, job.seed), []) if same_run(cfg, want)]
 
 
 def same_run(saved: dict, want: dict) -> bool:
-    """The runner's test (``config_differences``, fields a run saved), plus the preset, which it keeps."""
-    return not config_differences(saved, want) and all(k in saved or k in OUTPUT_ONLY_FIELDS for k in
-                                                           ("env_id", "seed", "total_steps", "algo"))
+    """Whether a saved config is the run ``want`` describes: every field but the output-only ones equal,
+    a field the run did not save taking the value it had (``aggregate.saved_config``: the default, or
+    ``config.SAVED_BEFORE``). GRPO's options are not compared for a PPO run, which never reads them, nor
+    ``SAME_DATA_FIELDS``."""
+    full = saved_config(saved)
+    skip = SAME_DATA_FIELDS | (_GRPO_ONLY if want.get("algo") == "ppo" else frozenset())
+    return not config_differences(full, {k: v for k, v in want.items() if k not in skip})
 
 
 def suite_runs(suite: Suite, index: RunIndex, tasks=None, seeds=None) -> List[Tuple[Job, Optional[Path]]]:
