@@ -162,18 +162,6 @@ def _grpo_targets():
     return load_benchmark("grpo_targets")
 
 
-def test_grpo_targets_late_eval_averages_the_evals_from_8m_on():
-    """The 10M table's robustness column: periodic evals at or after 8M steps, averaged; NaN evals skipped."""
-    from pathlib import Path
-
-    from ppo_control.experiments.aggregate import Run
-    mod = _grpo_targets()
-    run = Run(path=Path("x"), config={}, steps=np.array([7_750_000, 8_000_000, 9_000_000, 9_500_000, 10_000_000.]),
-              wall=np.zeros(5), returns=np.array([100.0, 3000.0, np.nan, 3500.0, 1000.0]), summary=None, error=None)
-    assert mod.late_eval(run) == pytest.approx((3000 + 3500 + 1000) / 3)
-    assert math.isnan(mod.late_eval(run, start=20_000_000))
-
-
 def test_grpo_targets_label_names_a_field_only_where_rows_differ():
     """Two 10M GRPO settings that differ only in ent_coef get ent_coef in their label; one that does not, not."""
     mod = _grpo_targets()

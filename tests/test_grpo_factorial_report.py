@@ -1,4 +1,4 @@
-"""benchmarks/grpo_factorial_report.py: the ablation's paired contrasts, on hand-made runs."""
+"""benchmarks/studies/grpo_factorial_report.py: the ablation's paired contrasts, on hand-made runs."""
 import numpy as np
 import pytest
 

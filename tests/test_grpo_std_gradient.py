@@ -1,4 +1,4 @@
-"""benchmarks/grpo_std_gradient.py: the near-a-fall mask by hand, and the sign of its log-std measurement."""
+"""benchmarks/studies/grpo_std_gradient.py: the near-a-fall mask by hand, and the sign of its log-std measurement."""
 from types import SimpleNamespace
 
 import torch

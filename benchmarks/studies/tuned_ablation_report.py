@@ -1,6 +1,6 @@
 """The tuned preset's ablation: one change at a time against the tuned runs, per task.
 
-    python benchmarks/tuned_ablation_report.py [--base results/runs/tuned_1m] \
+    python -m benchmarks.studies.tuned_ablation_report [--base results/runs/tuned_1m] \
         [--runs results/runs/tuned_ablation] [--out results/tuned_ablation/ablation]
 
 The baseline of a task is its tuned run directories (``BASE/<Task>``); each change is a folder

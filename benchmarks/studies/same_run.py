@@ -1,6 +1,6 @@
 """Do two run directories hold the same training, iteration by iteration? (reproducibility check)
 
-    python benchmarks/same_run.py [--out results/grpo_10m/reproducibility.md] A1 B1 [A2 B2 ...]
+    python -m benchmarks.studies.same_run [--out results/grpo_10m/reproducibility.md] A1 B1 [A2 B2 ...]
 
 No training: reads each pair's metrics.jsonl and compares every logged metric except the timing ones
 (wall_time, charts/SPS, time/*), row by row, for exact equality. Prints per pair the rows of each, the first
@@ -18,13 +18,13 @@ from pathlib import Path
 
 from ppo_control.checkpoint import atomic_write_text
 from ppo_control.experiments.aggregate import provenance, provenance_text
-from ppo_control.metrics import JSONL_NAME, read_jsonl
+from ppo_control.metrics import CSV_NAME, JSONL_NAME, read_metrics
 
 TIMING = ("wall_time", "charts/SPS", "time/")
 
 
 def compare(a_dir: Path, b_dir: Path) -> dict:
-    a, b = read_jsonl(a_dir / JSONL_NAME), read_jsonl(b_dir / JSONL_NAME)
+    a, b = read_metrics(a_dir), read_metrics(b_dir)
     first, keys = None, []
     for i, (x, y) in enumerate(zip(a, b)):
         keys = sorted(k for k in set(x) & set(y) if not k.startswith(TIMING) and x[k] != y[k])
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     if len(args.runs) % 2:
         p.error(f"give run directories in pairs (A B), got {len(args.runs)}")
     dirs = [Path(r) for r in args.runs]
-    missing = [str(d) for d in dirs if not (d / JSONL_NAME).exists()]
+    missing = [str(d) for d in dirs if not ((d / JSONL_NAME).exists() or (d / CSV_NAME).exists())]
     if missing:
         p.error(f"no {JSONL_NAME} in: {', '.join(missing)}; pass run directories")
     lines = ["| run A | run B | rows A / B | first differing row (env step) | metrics that differ there | "

@@ -1,6 +1,6 @@
 """Issue 12, experiment 1: the GRPO ablation (start source x CRN x advantage x horizon) as tables and a figure.
 
-    python benchmarks/grpo_factorial_report.py [--runs results/runs/grpo_factorial] [--out results/grpo_factorial/factorial]
+    python -m benchmarks.studies.grpo_factorial_report [--runs results/runs/grpo_factorial] [--out results/grpo_factorial/factorial]
 
 No training: reads the run directories of ``benchmarks/grpo_factorial.sh``. Writes OUT.md with, per task,
 
@@ -27,10 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from grpo_diagnostics import KEYS, run_means  # noqa: E402
-
-from ppo_control.experiments.aggregate import (bootstrap_ci, load_runs, provenance, provenance_text,  # noqa: E402
+from benchmarks.studies.grpo_diagnostics import KEYS, run_means
+from ppo_control.experiments.aggregate import (bootstrap_ci, load_runs, provenance, provenance_text,
                                               seed_stats, write_csv)
 
 FACTORS = ("start_state", "crn", "grpo_advantage")

@@ -1,11 +1,11 @@
 """Issue 12's targets at 1M steps: every GRPO setting run on HalfCheetah, Hopper, Walker2d and Ant
 against PPO's default and tuned presets, at equal env steps.
 
-    python benchmarks/grpo_targets.py [--out results/grpo_1m/targets] [--out-10m results/grpo_10m/targets]
+    python -m benchmarks.studies.grpo_targets [--out results/grpo_1m/targets] [--out-10m results/grpo_10m/targets]
 
 No training: reads the committed run directories (GRPO: results/runs/grpo_1m,
 results/runs/grpo_falling_pilot and the tuning step's results/runs/grpo_tuning/CHANGE; PPO default: results/runs/mujoco_suite/ppo_default; PPO tuned: each
-task's runs of its current row, as benchmarks/tuned_report.py reads them), plus the cells of the ablation
+task's runs of its current row, as the mujoco_1m suite finds them), plus the cells of the ablation
 (results/runs/grpo_factorial) that have at least FACTORIAL_MIN_SEEDS seeds (its one-seed screen is in
 results/grpo_factorial/factorial.md). A setting is also keyed by its batch (the run family it came from):
 the same flags run at two commits are two rows, because their seeds do not reproduce each other's numbers
@@ -22,7 +22,7 @@ The 10M target (within 10% of PPO on 3 of 4 tasks) is judged apart, in OUT_10M.m
 finished seed, against the tuned preset's 10M runs, with a bootstrap CI of the ratio of the two means
 (seeds of each side resampled). A verdict needs MIN_SEEDS finished seeds on both sides (10 on HalfCheetah,
 whose runs are bimodal); below that the share is shown and the verdict says how many seeds are missing.
-A last column gives the same ratio on each seed's mean periodic evaluation from LATE_FROM steps on, as a
+A last column gives the same ratio on each seed's mean periodic evaluation over its last 20% of steps, as a
 robustness check beside the final-eval verdict (it judges nothing), and the summary line says whether the
 3-of-4 target is met, missed (even if every unjudged task came within 10%) or still open. A side table
 below it sets each task's leading GRPO setting against the other 10M PPO runs (the default preset, and
@@ -35,12 +35,10 @@ import math
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tuned_report import SOURCES  # noqa: E402  (each task's runs of the tuned preset's current row)
-
-from ppo_control.checkpoint import atomic_write_text  # noqa: E402
-from ppo_control.experiments.aggregate import (load_runs, markdown_table, provenance, provenance_text,  # noqa: E402
+from ppo_control.checkpoint import atomic_write_text
+from ppo_control.experiments.aggregate import (late_eval, load_runs, markdown_table, provenance, provenance_text,
                                                ratio_ci, summarize, write_tables)
+from ppo_control.experiments.suites import RunIndex, load_suite, suite_runs
 
 R = Path("results/runs")
 TASKS = ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5"]
@@ -59,13 +57,7 @@ TEN_M = R / "grpo_10m"  # benchmarks/grpo_10m.sh: grpo/ENV__..., ppo_tuned/ENV__
 TEN_M_KEYS = [k for k in POOL_KEYS if k != "batch"] + ["log_std_max"]  # 10M only: the std-cap runs (grpo:...:log_std_max=0)
 TEN_M_NEED = 3  # the 10M target: within 10% of tuned PPO on 3 of the 4 tasks
 LABEL_KEYS = ("start_state", "horizon", "gamma", "grpo_adv_scale")  # the 10M table's GRPO setting column
-LATE_FROM = 8_000_000  # the 10M table's side column: each seed's periodic evals from here on, averaged
-
-
-def late_eval(run, start: int = LATE_FROM) -> float:
-    """Mean of a run's periodic deterministic evaluations at or after ``start`` env steps (NaN if none): one
-    number per seed that a single unlucky final evaluation (a fall on Hopper) moves less."""
-    return _mean(float(v) for s, v in zip(run.steps, run.returns) if s >= start)
+# the 10M table's side column: aggregate.late_eval, each seed's periodic evals over the last 20% (8M-10M)
 
 
 def label_keys(rows, keys=TEN_M_KEYS) -> list:
@@ -208,14 +200,20 @@ def grpo_dirs(env: str) -> list:
                   for d in R.glob(pattern) if d.is_dir())
 
 
+def _index(cache={}) -> RunIndex:
+    if "index" not in cache:
+        cache["index"] = RunIndex(R)
+    return cache["index"]
+
+
 def batch_of(run) -> str:
     """The run family: the batch folder under results/runs (grpo_tuning for every change of that script)."""
     return TUNING if run.path.parent.parent.name == TUNING else run.path.parent.name
 
 
 def ppo_dirs(env: str) -> dict:
-    task = env.split("-")[0]
-    tuned = [d for src in SOURCES[task] for d in sorted(Path(src).glob(f"{env}__s*")) if d.is_dir()]
+    tuned = sorted(d for j, d in suite_runs(load_suite("mujoco_1m"), _index(), tasks=[env])
+                   if j.setting == "tuned" and d is not None)
     return {"default": sorted((R / "mujoco_suite" / "ppo_default").glob(f"{env}__ppo__s*")), "tuned": tuned}
 
 
@@ -313,7 +311,7 @@ def main(argv=None):
               "learning started: a final eval close to it has not learned much (Ant-v5 pays 1 per healthy step, so "
               "about 1,000 over 1,000 steps is a policy that stands without running). Shares are of the PPO preset's mean final eval on the same task at "
               "1M steps (default: `results/runs/mujoco_suite/ppo_default`; tuned: each task's runs of its current "
-              "row, `benchmarks/tuned_report.py` SOURCES). GRPO runs: `bash benchmarks/grpo_1m.sh` and its "
+              "row, found by the mujoco_1m suite). GRPO runs: `bash benchmarks/grpo_1m.sh` and its "
               "siblings (results/grpo_1m/reading.md), `bash benchmarks/grpo_falling_pilot.sh` (horizon/gamma "
               "settings), `bash benchmarks/grpo_factorial.sh` and `bash benchmarks/grpo_tuning.sh` (the ablation's cells "
               f"and the tuning step's changes with at least {FACTORIAL_MIN_SEEDS} seeds; batch = the run family); each run's config.json records the command that made it. Updates / run = iterations "

@@ -1,6 +1,6 @@
 """Does capping the policy std stop batch-scaled GRPO's std drift, and what does it cost? (issue 12)
 
-    python benchmarks/grpo_stdcap_report.py [--out results/grpo_10m/hopper_stdcap_table.md] RUN_DIR [RUN_DIR ...]
+    python -m benchmarks.studies.grpo_stdcap_report [--out results/grpo_10m/hopper_stdcap_table.md] RUN_DIR [RUN_DIR ...]
 
 No training: reads finished 10M GRPO run directories (``benchmarks/grpo_10m.sh`` with
 SETTINGS=grpo:visited:512:0.998:batch and grpo:visited:512:0.998:batch:log_std_max=0), groups them by
@@ -21,10 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from grpo_targets import LATE_FROM, late_eval  # the 10M table's "late eval": one definition for both reports
 from ppo_control.checkpoint import atomic_write_text
-from ppo_control.experiments.aggregate import bootstrap_ci, load_run, provenance, provenance_text, ratio_ci
-from ppo_control.metrics import JSONL_NAME, read_jsonl
+from ppo_control.experiments.aggregate import (LATE_FRACTION, bootstrap_ci, late_eval, load_run, provenance,
+                                               provenance_text, ratio_ci)
 
 MARKS = (1e6, 5e6, 10e6)
 
@@ -38,8 +37,9 @@ def std_at(rows: list, mark: float) -> float:
 def read_run(d: Path) -> dict:
     run = load_run(d, curve_key="eval/return")  # config with defaults filled in, summary, periodic evals
     env = json.loads((d / "config.json").read_text()).get("environment", {})
-    rows = read_jsonl(d / JSONL_NAME)
-    tail = [r for r in rows if r["global_step"] >= LATE_FROM and r.get("grpo/group_return_mean") is not None]
+    rows = run.rows
+    late_from = LATE_FRACTION * run.config["total_steps"]
+    tail = [r for r in rows if r["global_step"] >= late_from and r.get("grpo/group_return_mean") is not None]
     return {"seed": run.config["seed"], "cap": run.config["log_std_max"], "eval": run.metric("eval_return"),
             "late": late_eval(run),
             "train": float(np.mean([r["grpo/group_return_mean"] for r in tail])) if tail else float("nan"),

@@ -1,6 +1,6 @@
 """Why does tuned PPO fall on Ant-v5 at 10M steps when its 1M runs end at ~1,530? (issue 12's Ant row)
 
-    python benchmarks/ppo_ant_10m_diag.py [--out results/grpo_10m/ant_ppo_diag.md]
+    python -m benchmarks.studies.ppo_ant_10m_diag [--out results/grpo_10m/ant_ppo_diag.md]
 
 No training: reads the finished tuned-PPO Ant runs of the 1M study (results/runs/tuned_1m/Ant), of the 10M
 campaign (results/runs/grpo_10m/ppo_tuned/Ant-v5__s*) and of its lr-schedule control (the same preset with
@@ -24,7 +24,7 @@ import numpy as np
 
 from ppo_control.checkpoint import atomic_write_text
 from ppo_control.experiments.aggregate import provenance, provenance_text
-from ppo_control.metrics import JSONL_NAME, read_jsonl
+from ppo_control.metrics import read_metrics
 
 GROUPS = {"1M runs (tuned_1m)": "results/runs/tuned_1m/Ant/Ant-v5__s*",
           "10M runs (grpo_10m/ppo_tuned)": "results/runs/grpo_10m/ppo_tuned/Ant-v5__s*",
@@ -70,7 +70,7 @@ def main() -> int:
             print(f"no finished runs under {pattern}; the group is left out", file=sys.stderr)
             made.append(f"- {label}: no finished runs yet ({pattern})")
             continue
-        runs = [read_jsonl(d / JSONL_NAME) for d in dirs]
+        runs = [read_metrics(d) for d in dirs]
         cfgs = [json.loads((d / "config.json").read_text()) for d in dirs]
         seeds_all += [c.get("config", {}).get("seed") for c in cfgs]
         walls = [json.loads((d / "summary.json").read_text()).get("wall_time") or 0.0 for d in dirs]

@@ -1,6 +1,6 @@
 """GRPO wall time with and without ``--grpo-freeze-ended``, paired runs alternated on one machine.
 
-    python benchmarks/grpo_freeze_speed.py [--env-id Walker2d-v5] [--total-steps 200000] [--pairs 3]
+    python -m benchmarks.studies.grpo_freeze_speed [--env-id Walker2d-v5] [--total-steps 200000] [--pairs 3]
 
 Each pair trains the same seed twice, freeze off then on (the order alternates between pairs so that
 a drift in the machine's load does not favour one side), with the base cell of the falling tasks in
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from ppo_control import make_config, train
-from ppo_control.metrics import read_jsonl
+from ppo_control.metrics import read_metrics
 from ppo_control.runinfo import environment_info
 
 CELL = dict(algo="grpo", start_state="visited", horizon=512, gamma=0.998, grpo_advantage="per_step", group_size=8,
@@ -51,7 +51,7 @@ def main() -> None:
                                   progress=False, tensorboard=False, out_dir=tmp, run_name=name,
                                   grpo_freeze_ended=freeze, **CELL)
                 s = train(cfg)
-                m = [r for r in read_jsonl(Path(tmp) / name / "metrics.jsonl") if "grpo/wasted_step_frac" in r]
+                m = [r for r in read_metrics(Path(tmp) / name) if "grpo/wasted_step_frac" in r]
                 rows.append({"pair": pair, "freeze_ended": freeze, "train_wall_s": s["wall_time"], "SPS": s["SPS"],
                              "global_step": s["global_step"], "iterations": s["iterations"],
                              "collect_s": sum(r["time/collect_s"] for r in m),

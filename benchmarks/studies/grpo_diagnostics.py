@@ -1,6 +1,6 @@
 """Per-run means of the GRPO diagnostics over a whole run, as a Markdown table (issue 12).
 
-    python benchmarks/grpo_diagnostics.py results/runs/grpo_pilot > results/grpo_pilot/diagnostics.md
+    python -m benchmarks.studies.grpo_diagnostics results/runs/grpo_pilot > results/grpo_pilot/diagnostics.md
 
 Columns: eval return at the end (summary.json), and the mean over all iterations of
 grpo/within_group_share (share of the return variance inside groups; with CRN it is the share the
@@ -43,7 +43,7 @@ def main(dirs):
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for run in runs:
         print(row(run))
-    print(f"\nRun means over all iterations. command: python benchmarks/grpo_diagnostics.py {' '.join(dirs)}")
+    print(f"\nRun means over all iterations. command: python -m benchmarks.studies.grpo_diagnostics {' '.join(dirs)}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 grows all run long with batch-scaled advantages on Hopper and Walker2d, to 1.9-2.7 by 10M steps, while it
 shrinks on HalfCheetah and with per-group scaling; results/grpo_factorial/reading.md)
 
-    python benchmarks/grpo_std_gradient.py [--envs Hopper-v5 Walker2d-v5 HalfCheetah-v5] [--seeds 1 2 3]
+    python -m benchmarks.studies.grpo_std_gradient [--envs Hopper-v5 Walker2d-v5 HalfCheetah-v5] [--seeds 1 2 3]
         [--rounds 2] [--train-steps 0 100000 300000] [--train-scale batch] [--near 20]
         [--out results/grpo_tuning/std_gradient]
 

@@ -1,6 +1,6 @@
 """What tells a Walker2d GRPO seed that ends high from one that stays near 400? (issue 12)
 
-    python benchmarks/grpo_seed_outcome.py [--env Walker2d-v5] [--out results/grpo_tuning/walker2d_seed_outcome.md]
+    python -m benchmarks.studies.grpo_seed_outcome [--env Walker2d-v5] [--out results/grpo_tuning/walker2d_seed_outcome.md]
 
 No training: reads every finished run of the task's visited H 512 / 0.998 cell and of the tuning changes made
 from it (results/runs/grpo_falling_pilot, results/runs/grpo_tuning/*), and for each logged diagnostic takes its
@@ -12,14 +12,12 @@ artefact? The runs mix settings (that is what gives enough runs), so a correlati
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from ppo_control.experiments.aggregate import provenance, provenance_text
+from ppo_control.experiments.aggregate import late_eval, load_run, provenance, provenance_text
 
 DIAGNOSTICS = ["policy/std_mean", "grpo/member_len_mean", "grpo/group_return_std", "grpo/within_group_share",
                "grpo/adv_abs_mean", "losses/approx_kl", "losses/clipfrac", "grpo/zero_signal_frac"]
@@ -31,20 +29,19 @@ def run_dirs(env: str) -> list:
     r = Path("results/runs")
     dirs = list(r.glob(f"grpo_falling_pilot/{env}__horizon=512__gamma=0.998__s*"))
     dirs += list(r.glob(f"grpo_tuning/*/{env}__s*"))
-    return sorted(d for d in dirs if (d / "summary.json").exists() and (d / "metrics.csv").exists())
+    return sorted(d for d in dirs if (d / "summary.json").exists())
 
 
 def features(d: Path) -> dict:
-    rows = list(csv.DictReader(open(d / "metrics.csv")))
+    run = load_run(d)
+    rows = run.rows
     lo, hi = int(EARLY[0] * len(rows)), max(int(EARLY[1] * len(rows)), int(EARLY[0] * len(rows)) + 1)
     out = {}
     for k in DIAGNOSTICS:
-        v = [float(r[k]) for r in rows[lo:hi] if r.get(k) not in (None, "")]
+        v = [float(r[k]) for r in rows[lo:hi] if r.get(k) is not None]
         out[k] = float(np.mean(v)) if v else float("nan")
-    evals = [(float(r["global_step"]), float(r["eval/return"])) for r in rows if r.get("eval/return") not in (None, "")]
-    steps = max(s for s, _ in evals)
-    out["late_eval"] = float(np.mean([v for s, v in evals if s >= 0.8 * steps]))
-    out["final_eval"] = json.loads((d / "summary.json").read_text())["eval_return"]
+    out["late_eval"] = late_eval(run)
+    out["final_eval"] = run.metric("eval_return")
     return out
 
 
@@ -71,7 +68,7 @@ def main() -> int:
     lines += ["", f"Final eval against the mean of the run's periodic evaluations from 80% of its steps on: "
                   f"correlation {np.corrcoef(late, y)[0, 1]:+.2f}; runs below {LOW:,.0f} by the final eval "
                   f"{(y < LOW).mean():.0%}, by the late evaluations {(late < LOW).mean():.0%}.", ""]
-    lines += ["- " + t for t in provenance_text(provenance(["python", "benchmarks/grpo_seed_outcome.py"] + sys.argv[1:]))]
+    lines += ["- " + t for t in provenance_text(provenance(["python", "-m", "benchmarks.studies.grpo_seed_outcome"] + sys.argv[1:]))]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
