@@ -4,6 +4,7 @@ A ``[[table]]`` of a suite file::
 
     out = "results/mujoco_1m/tuned"       # writes tuned.md and tuned.csv
     settings = ["tuned"]                  # which settings (default: all), one row per task x setting
+    tasks = ["Hopper-v5"]                 # which tasks (default: all)
     metrics = ["eval_return", "final_return", "peak_mean_eval", "wall_time"]   # default: eval, final
     baseline = "ppo_tuned"                # optional: a column mean(metric) / the baseline setting's, 95% CI
     ratio_of = "eval_return"              # the metric of that ratio (default: the first metric)
@@ -110,8 +111,9 @@ def table_rows(spec: dict, groups) -> Tuple[List[str], List[List[str]], List[dic
         head.append(f"{METRICS[ratio_of][0]} / {base} [95% CI]")
     head += list(notes)
     cells, rows = [], []
+    tasks = spec.get("tasks")
     for (task, setting), (wanted, runs) in groups.items():
-        if setting not in settings:
+        if setting not in settings or (tasks and task not in tasks):
             continue
         done = [r for r in runs if r.status == "finished"]
         seeds = f"{len(done)}" + (f" of {len(wanted)}" if len(done) < len(wanted) else "")
@@ -232,7 +234,7 @@ def write_figures(suite: Suite, groups, prov: dict) -> List[Path]:
             continue
         panels: Dict[str, Dict[str, List[Run]]] = {}
         for (task, s), (_, runs) in curves.items():
-            if s in settings and runs:
+            if s in settings and runs and task in spec.get("tasks", [task]):
                 panels.setdefault(task, {})[s] = runs
         out.append(plot_panels(panels, spec["out"], spec.get("x", "steps"), prov))
     return out

@@ -119,6 +119,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
     pending: Dict[Path, str] = {}  # results file -> its new body (check mode)
     stale: List[str] = []
     for suite in suites:
+        missing = [o for c in suite.commands for o in c.get("out", []) if not Path(o).exists()]
+        if missing:
+            stale.append(f"{', '.join(missing)} (made by suite {suite.name}'s commands: run bench {suite.name})")
         if args.check:
             md, csv, _ = rp.suite_tables(suite, index)
             for path, body in md.items():
