@@ -74,13 +74,16 @@ def _mean_ci(values: Sequence[float]) -> Tuple[str, dict]:
 
 
 def load_suite_runs(suite: Suite, index: RunIndex):
-    """{(task, setting): (wanted seeds, [Run])} over the suite's jobs, in job order (training-return curves)."""
+    """{(task, setting): (wanted seeds, [Run])} over the suite's jobs, in job order (training-return curves).
+    Each run is read once per index: suites share runs (the 10M PPO runs serve two)."""
     out: Dict[Tuple[str, str], Tuple[List[int], List[Run]]] = {}
     for job, d in suite_runs(suite, index):
         wanted, runs = out.setdefault((job.task, job.setting), ([], []))
         wanted.append(job.seed)
         if d is not None:
-            runs.append(load_run(d, RETURN_KEY))
+            if d not in index.loaded:
+                index.loaded[d] = load_run(d, RETURN_KEY)
+            runs.append(index.loaded[d])
     for _, runs in out.values():  # by path, as load_runs orders them: the bootstrap's draws follow the order
         runs.sort(key=lambda r: str(r.path))
     return out

@@ -141,8 +141,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.check:
         for s in stale:
             print(f"would change: {s}")
-        print(f"report --check: {len(stale)} stale of {len(pending)} tables and their pages "
-              f"({time.time() - t0:.1f} s)")
+        print(f"report --check: {len(stale)} would change; {len(pending)} tables and "
+              f"{len(rp.pages(Path(args.root)))} pages checked ({time.time() - t0:.1f} s)")
         return 1 if stale else 0
     return 0
 

@@ -176,6 +176,7 @@ class RunIndex:
 
     def __init__(self, root=RUNS_ROOT):
         self.root = Path(root)
+        self.loaded: dict = {}  # run directory -> aggregate.Run, filled by report.load_suite_runs
         self.by_key: Dict[Tuple[str, int], List[Tuple[Path, dict]]] = {}
         for p in sorted(self.root.rglob("config.json")) if self.root.is_dir() else []:
             try:
