@@ -169,7 +169,8 @@ def definitions(spec: dict, metrics: Sequence[str]) -> str:
 
 
 def markdown(head: List[str], cells: List[List[str]]) -> str:
-    align = ["---" if h in ("task", "setting") else "---:" for h in head]
+    align = ["---" if h in ("task", "setting", "measurement", "ours", "compared with", "full table") else "---:"
+             for h in head]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
     return "\n".join(lines + ["| " + " | ".join(c) + " |" for c in cells]) + "\n"
 
@@ -243,14 +244,69 @@ def write_figures(suite: Suite, groups, prov: dict) -> List[Path]:
     return out
 
 
-def suite_tables(suite: Suite, index: RunIndex) -> Tuple[Dict[Path, str], Dict[Path, List[dict]], dict]:
-    """{md path: body}, {csv path: rows} of every table, and the groups they were made from."""
+def suite_tables(suite: Suite, index: RunIndex, read) -> Tuple[Dict[Path, str], Dict[Path, List[dict]], dict]:
+    """{md path: body}, {csv path: rows} of every table, and the groups they were made from. A table
+    with ``[[table.row]]`` entries picks its cells from other results files, read by ``read(path)``."""
     groups = load_suite_runs(suite, index)
     md, csv = {}, {}
     for spec in suite.tables:
-        body, rows = table_text(suite, spec, groups)
+        body, rows = picked_table(spec, read) if "row" in spec else table_text(suite, spec, groups)
         md[Path(spec["out"] + ".md")], csv[Path(spec["out"] + ".csv")] = body, rows
     return md, csv, groups
+
+
+def nth_table(text: str, n: int = 0) -> List[Dict[str, str]]:
+    """The ``n``-th Markdown table of ``text`` as rows {header: cell}."""
+    tables, cur = [], []
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            cur.append([c.strip() for c in line.strip().strip("|").split("|")])
+        elif cur:
+            tables.append(cur)
+            cur = []
+    if n >= len(tables):
+        raise ValueError(f"no table {n} (the file has {len(tables)})")
+    head, *body = tables[n]
+    return [dict(zip(head, r)) for r in body[1:]]  # body[0] is the alignment row
+
+
+def _pick(src: dict, read) -> Dict[str, str]:
+    rows = [r for r in nth_table(read(src["source"]), src.get("table", 0))
+            if all(r.get(k) == v for k, v in src.get("where", {}).items())]
+    if len(rows) != 1:
+        raise ValueError(f"{src['source']}: {len(rows)} rows where {src.get('where')} (want exactly 1)")
+    return rows[0]
+
+
+def _fill(template: str, values: Dict[str, str], source: str) -> str:
+    """``template`` with each ``{column}`` replaced by that cell (column names may hold brackets and '%')."""
+    def cell(m):
+        if m.group(1) not in values:
+            raise ValueError(f"{source}: no column {m.group(1)!r}; columns: {sorted(values)}")
+        return values[m.group(1)]
+    return re.sub(r"\{([^{}]+)\}", cell, template)
+
+
+def picked_table(spec: dict, read) -> Tuple[str, List[dict]]:
+    """A table whose rows quote cells of other results files: each ``[[table.row]]`` names a ``source``
+    file, a ``where`` that selects one row of its ``table`` (index, default 0), more rows under ``with``
+    (prefix -> source/where, their cells as ``{prefix column}``), and templates ``measurement``, ``ours``
+    and ``compared`` filled with ``{column}`` from those rows."""
+    head = ["measurement", "ours", "compared with", "full table"]
+    cells, rows = [], []
+    for r in spec["row"]:
+        values = dict(_pick(r, read))
+        for prefix, src in r.get("with", {}).items():
+            values.update({f"{prefix} {k}": v for k, v in _pick(src, read).items()})
+        line = [_fill(r[k], values, r["source"]) if k in r else "—" for k in ("measurement", "ours", "compared")]
+        link = r.get("link", Path(r["source"]).stem)
+        cells.append(line + [f"[{link}]({r.get('href', r['source'])})"])
+        rows.append(dict(zip(head, cells[-1])))
+    title = spec.get("title", "Headline results")
+    body = f"# {title}\n\n{markdown(head, cells)}"
+    if spec.get("caption"):
+        body += f"\n{spec['caption'].strip()}\n"
+    return body, rows
 
 
 def csv_text(rows: List[dict], prov: Optional[dict]) -> str:

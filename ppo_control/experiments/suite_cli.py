@@ -91,7 +91,7 @@ def _command(args: argparse.Namespace) -> List[str]:
 
 def write_suite(suite: Suite, index: RunIndex, command: List[str], wall_time: float) -> List[Path]:
     """Every table (.md with footer, .csv with '#' provenance lines) and figure of ``suite``."""
-    md, csv, groups = rp.suite_tables(suite, index)
+    md, csv, groups = rp.suite_tables(suite, index, lambda p: Path(p).read_text())
     prov = rp.suite_provenance(command, groups, wall_time)
     paths = []
     for path, body in md.items():
@@ -106,11 +106,14 @@ def write_suite(suite: Suite, index: RunIndex, command: List[str], wall_time: fl
 
 
 def _suites(args) -> List[Suite]:
+    """The suites to report, those whose tables quote other results files last (they quote the new ones)."""
     if args.all:
-        return [load_suite(p) for p in sorted(SUITES_DIR.glob("*.toml"))]
-    if not args.suites:
+        suites = [load_suite(p) for p in sorted(SUITES_DIR.glob("*.toml"))]
+    elif not args.suites:
         raise ConfigError("name a suite (e.g. report mujoco_1m) or give --all")
-    return [load_suite(s) for s in args.suites]
+    else:
+        suites = [load_suite(s) for s in args.suites]
+    return sorted(suites, key=lambda s: any("row" in t for t in s.tables))
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -123,7 +126,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         if missing:
             stale.append(f"{', '.join(missing)} (made by suite {suite.name}'s commands: run bench {suite.name})")
         if args.check:
-            md, csv, _ = rp.suite_tables(suite, index)
+            md, csv, _ = rp.suite_tables(suite, index, lambda p: pending.get(Path(p)) or Path(p).read_text())
             for path, body in md.items():
                 old = path.read_text() if path.exists() else ""
                 pending[path] = body
