@@ -2,12 +2,13 @@
 
 ``metrics.jsonl`` is what every report reads, so TensorBoard is never needed to look at a run.
 One format per run: runs made before this wrote a ``metrics.csv`` copy too, which
-``read_metrics`` still reads where a run has no JSONL file.  Metric names follow the community's (``charts/episodic_return``,
-``losses/approx_kl`` ...).
+``read_metrics`` still reads where a run has no JSONL file.  Metric names follow the community's
+(``charts/episodic_return``, ``losses/approx_kl`` ...).
 """
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import math
 from pathlib import Path
@@ -19,10 +20,13 @@ CSV_NAME, JSONL_NAME = "metrics.csv", "metrics.jsonl"
 
 
 def read_metrics(run_dir) -> list:
-    """A run's per-iteration rows (dicts; None = no data), from metrics.jsonl, else an old run's metrics.csv."""
+    """A run's per-iteration rows (dicts; None = no data): metrics.jsonl, else metrics.jsonl.gz (a finished
+    run's file compressed where it is stored), else an old run's metrics.csv."""
     run_dir = Path(run_dir)
     if (run_dir / JSONL_NAME).exists():
         return read_jsonl(run_dir / JSONL_NAME)
+    if (run_dir / (JSONL_NAME + ".gz")).exists():
+        return read_jsonl(run_dir / (JSONL_NAME + ".gz"))
     if not (run_dir / CSV_NAME).exists():
         return []
     with open(run_dir / CSV_NAME, newline="") as f:
@@ -40,8 +44,9 @@ def _csv_value(text: str):
 
 
 def read_jsonl(path) -> list:
+    """One dict per line; a ``.gz`` path is read through gzip; stops at a line cut by a kill mid-write."""
     rows = []
-    with open(path) as f:
+    with (gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)) as f:
         for line in f:
             line = line.strip()
             if line:

@@ -212,3 +212,14 @@ def test_old_runs_with_only_metrics_csv_are_read(tmp_path):
     r = load_run(d)
     assert r.steps.tolist() == [100, 300] and r.returns.tolist() == [1.0, 3.0]
     assert r.rows[1] == {"iteration": 2, "global_step": 200, "wall_time": 1.0, "charts/episodic_return": None}
+
+
+def test_a_compressed_metrics_file_reads_the_same(tmp_path):
+    import gzip
+    d = make_run(tmp_path, "a", [1.0, None, 3.0])
+    rows = load_run(d).rows
+    with gzip.open(d / "metrics.jsonl.gz", "wt") as f:
+        f.write((d / "metrics.jsonl").read_text())
+    (d / "metrics.jsonl").unlink()
+    r = load_run(d)
+    assert r.rows == rows and r.returns.tolist() == [1.0, 3.0]

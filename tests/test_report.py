@@ -50,7 +50,8 @@ def test_report_writes_the_table_fills_the_page_and_check_passes(repo, capsys):
     table = first_table(md)
     # mean [95% bootstrap CI]: two seeds' resampled means are the two values or their mean, so the CI
     # spans them; the ratio's CI divides a's ends by b's constant 40
-    assert table.splitlines()[2] == "| Hopper-v5 | a | 2 | 40.0 [20.0, 60.0] | 20.0 [10.0, 30.0] | 10 s | 100% [50, 150] |"
+    assert table.splitlines()[2] == \
+        "| Hopper-v5 | a | 2 | 40.0 [20.0, 60.0] | 20.0 [10.0, 30.0] | 10 s | 100% [50, 150] |"
     assert table.splitlines()[3] == "| Hopper-v5 | b | 2 | 40.0 [40.0, 40.0] | 20.0 [20.0, 20.0] | 10 s | (baseline) |"
     assert md.index(FOOTER) > md.index("eval return = deterministic evaluation")
     assert "- command: ppo-control report tiny" in md
@@ -75,7 +76,8 @@ def test_check_names_every_stale_table_and_page_and_ignores_footers(repo, capsys
     capsys.readouterr()
     assert main(["report", "--all", "--check"]) == 1
     out = capsys.readouterr().out
-    assert "would change: results/tiny/t.md (from suite tiny)" in out and "would change: docs/page.md (a table block)" in out
+    assert "would change: results/tiny/t.md (from suite tiny)" in out
+    assert "would change: docs/page.md (a table block)" in out
     assert "t.csv" not in out  # the csv still holds what the runs give
     assert (md.read_text(), page.read_text()) == before  # --check writes nothing
     # a new seed (a run made later, anywhere under results/runs) makes the table stale too
@@ -112,7 +114,8 @@ tasks = ["InvertedPendulum-v5"]
 preset = "default"
 total_steps = 256
 seeds = [1, 2]
-overrides = { num_envs = 2, num_steps = 64, num_minibatches = 2, update_epochs = 1, eval_episodes = 1, tensorboard = false }
+overrides = { num_envs = 2, num_steps = 64, num_minibatches = 2, update_epochs = 1, eval_episodes = 1, \
+              tensorboard = false }
 
 [[table]]
 out = "results/tiny/bench"
@@ -131,7 +134,8 @@ def test_bench_runs_a_tiny_suite_resumably_and_reports(tmp_path, monkeypatch, ca
     for seed in (1, 2):
         summary = json.loads((runs / f"seed_{seed}" / "summary.json").read_text())
         assert summary["global_step"] == 256
-        assert (runs / f"seed_{seed}" / "metrics.jsonl").exists() and not (runs / f"seed_{seed}" / "metrics.csv").exists()
+        run = runs / f"seed_{seed}"
+        assert (run / "metrics.jsonl").exists() and not (run / "metrics.csv").exists()
     assert "| InvertedPendulum-v5 | 2 |" in Path("results/tiny/bench.md").read_text()
     capsys.readouterr()
     assert main(["bench", "tiny", "--dry-run"]) == 0  # the same command again: nothing left to run

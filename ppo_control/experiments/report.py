@@ -179,7 +179,8 @@ def table_text(suite: Suite, spec: dict, groups) -> Tuple[str, List[dict]]:
     """The Markdown body (everything above the footer) and the CSV rows of one table."""
     head, cells, rows = table_rows(spec, groups)
     title = spec.get("title", suite.description.split(".")[0] if suite.description else suite.name)
-    body = f"# {title}\n\n{markdown(head, cells)}\n{definitions(spec, spec.get('metrics', ['eval_return', 'final_return']))}\n"
+    metrics = spec.get("metrics", ["eval_return", "final_return"])
+    body = f"# {title}\n\n{markdown(head, cells)}\n{definitions(spec, metrics)}\n"
     if spec.get("caption"):
         body += f"\n{spec['caption'].strip()}\n"
     return body, rows
