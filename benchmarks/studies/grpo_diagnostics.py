@@ -9,12 +9,13 @@ grpo/group_return_std, losses/approx_kl, losses/clipfrac, and the number of upda
 """
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
+
+from ppo_control.experiments.aggregate import load_run
 
 KEYS = ("grpo/within_group_share", "grpo/zero_signal_frac", "grpo/group_return_std", "losses/approx_kl",
         "losses/clipfrac")
@@ -22,7 +23,7 @@ KEYS = ("grpo/within_group_share", "grpo/zero_signal_frac", "grpo/group_return_s
 
 def run_means(run: Path) -> dict:
     """{key: mean over the run's iterations} for KEYS, plus ``updates`` (iterations logged)."""
-    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    rows = load_run(run).rows
     with warnings.catch_warnings():  # a key never logged (e.g. no CRN share) is an all-NaN column
         warnings.simplefilter("ignore", RuntimeWarning)
         out = {k: float(np.nanmean([r[k] if r.get(k) is not None else np.nan for r in rows])) for k in KEYS}
@@ -30,14 +31,13 @@ def run_means(run: Path) -> dict:
 
 
 def row(run: Path) -> str:
-    summary = json.loads((run / "summary.json").read_text()) if (run / "summary.json").exists() else {}
     m = run_means(run)
-    ev = summary.get("eval_return", float("nan"))
+    ev = load_run(run).metric("eval_return")
     return f"| {run.name} | {ev:,.1f} | " + " | ".join(f"{m[k]:.3f}" for k in KEYS) + f" | {m['updates']} |"
 
 
 def main(dirs):
-    runs = sorted(p.parent for d in dirs for p in Path(d).glob("*/metrics.jsonl"))
+    runs = sorted(p.parent for d in dirs for p in Path(d).glob("*/config.json"))
     print("| run | eval return | within-group share | zero-signal frac | group return std | approx KL | clipfrac "
           "| updates |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")

@@ -23,8 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ppo_control.checkpoint import atomic_write_text
-from ppo_control.experiments.aggregate import provenance, provenance_text
-from ppo_control.metrics import read_metrics
+from ppo_control.experiments.aggregate import load_run, provenance, provenance_text
 
 GROUPS = {"1M runs (tuned_1m)": "results/runs/tuned_1m/Ant/Ant-v5__s*",
           "10M runs (grpo_10m/ppo_tuned)": "results/runs/grpo_10m/ppo_tuned/Ant-v5__s*",
@@ -70,10 +69,11 @@ def main() -> int:
             print(f"no finished runs under {pattern}; the group is left out", file=sys.stderr)
             made.append(f"- {label}: no finished runs yet ({pattern})")
             continue
-        runs = [read_metrics(d) for d in dirs]
+        loaded = [load_run(d) for d in dirs]
+        runs = [r.rows for r in loaded]
         cfgs = [json.loads((d / "config.json").read_text()) for d in dirs]
         seeds_all += [c.get("config", {}).get("seed") for c in cfgs]
-        walls = [json.loads((d / "summary.json").read_text()).get("wall_time") or 0.0 for d in dirs]
+        walls = [r.metric("wall_time") for r in loaded]
         commits = sorted({(c.get("environment", {}).get("commit") or "?")[:7] for c in cfgs})
         cpus = sorted({c.get("environment", {}).get("cpu") or "?" for c in cfgs})
         made.append(f"- {label}: {len(dirs)} runs ({', '.join(d.name for d in dirs)}), made at commit(s) "
