@@ -141,6 +141,15 @@ def test_bench_runs_a_tiny_suite_resumably_and_reports(tmp_path, monkeypatch, ca
     assert main(["bench", "tiny", "--dry-run"]) == 0  # the same command again: nothing left to run
     assert capsys.readouterr().out.count("finished ") == 2
     assert main(["report", "--all", "--check"]) == 0
+    # a run stopped before its end (checkpoint, no summary) is resumed where it lies, with --seeds
+    summary = json.loads((runs / "seed_2" / "summary.json").read_text())
+    (runs / "seed_2" / "summary.json").unlink()
+    assert main(["bench", "tiny", "--seeds", "2", "--dry-run"]) == 0
+    assert f"resume   InvertedPendulum-v5 default seed 2: {Path('results/runs/tiny/InvertedPendulum-v5/default/seed_2')}" \
+        in capsys.readouterr().out
+    assert main(["bench", "tiny", "--seeds", "2", "--no-report"]) == 0
+    assert "(resume," in capsys.readouterr().out
+    assert json.loads((runs / "seed_2" / "summary.json").read_text())["global_step"] == summary["global_step"]
 
 
 @pytest.mark.slow
