@@ -58,6 +58,10 @@ def test_bad_suite_files_are_refused_with_the_reason():
         suite('tasks = ["Hopper-v5"]\n[settings.a]\nseed = 3\n')
     with pytest.raises(ConfigError, match="setting 'a' on Hopper-v5: gae_lambda"):
         suite('tasks = ["Hopper-v5"]\n[settings.a]\ngae_lambda = 2.0\n')
+    with pytest.raises(ConfigError, match=r"\['seed'\] cannot be set for every run"):
+        suite('tasks = ["Hopper-v5"]\nseed = 3\n')
+    with pytest.raises(ConfigError, match=r"\['lrr'\] cannot be set for every run"):
+        suite('tasks = ["Hopper-v5"]\noverrides = { lrr = 1 }\n')
     with pytest.raises(ConfigError, match="no suite file"):
         load_suite("no_such_suite")
 

@@ -150,7 +150,7 @@ def _metric_cell(m: str, done: List[Run]) -> Tuple[str, dict]:
 def _ratio_cell(done: List[Run], base_runs: List[Run], m: str, row: dict) -> str:
     a = [r.metric(m) for r in done]
     b = [r.metric(m) for r in base_runs if r.status == "finished"]
-    if not a or not b:
+    if not a or not b or np.mean(a) <= 0 or np.mean(b) <= 0:  # a share of a negative return reads backwards
         return "—"
     ratio = float(np.mean(a) / np.mean(b))
     lo, hi = ratio_ci(a, b)
@@ -164,13 +164,14 @@ def definitions(spec: dict, metrics: Sequence[str]) -> str:
             "finished runs (\"3 of 5\": 2 not run or not finished). " + "; ".join(parts) + ".")
     if spec.get("baseline"):
         text += (f" The ratio column divides this row's mean by the {spec['baseline']} setting's on the same "
-                 "task; its CI resamples each side's seeds on its own.")
+                 "task (positive returns only); its CI resamples each side's seeds on its own.")
     return text
 
 
-def markdown(head: List[str], cells: List[List[str]]) -> str:
-    align = ["---" if h in ("task", "setting", "measurement", "ours", "compared with", "full table") else "---:"
-             for h in head]
+def markdown(head: List[str], cells: List[List[str]], left: Sequence[str] = ()) -> str:
+    """A Markdown table; text columns (``left``, task, setting, the headline's) left-aligned, numbers right."""
+    text = {"task", "setting", "measurement", "ours", "compared with", "full table", *left}
+    align = ["---" if h in text else "---:" for h in head]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
     return "\n".join(lines + ["| " + " | ".join(c) + " |" for c in cells]) + "\n"
 
@@ -180,7 +181,7 @@ def table_text(suite: Suite, spec: dict, groups) -> Tuple[str, List[dict]]:
     head, cells, rows = table_rows(spec, groups)
     title = spec.get("title", suite.description.split(".")[0] if suite.description else suite.name)
     metrics = spec.get("metrics", ["eval_return", "final_return"])
-    body = f"# {title}\n\n{markdown(head, cells)}\n{definitions(spec, metrics)}\n"
+    body = f"# {title}\n\n{markdown(head, cells, spec.get('notes', {}))}\n{definitions(spec, metrics)}\n"
     if spec.get("caption"):
         body += f"\n{spec['caption'].strip()}\n"
     return body, rows

@@ -137,6 +137,10 @@ def parse_suite(data: dict, name: str, path: Path = Path("-")) -> Suite:
         raise ConfigError(f"{path}: unknown keys {unknown}; keys: {sorted(_SUITE_KEYS)} and config fields")
     base = {k: v for k, v in data.items() if k in _FIELDS and k != "preset"}
     base.update(data.get("overrides", {}))
+    bad = sorted(set(base) - set(_FIELDS) | set(base) & (_NOT_SET | {"preset"}))
+    if bad:
+        raise ConfigError(f"{path}: {bad} cannot be set for every run (not config fields, or set by the suite: "
+                          f"{sorted(_NOT_SET | {'preset'})}; preset = ... at the top or in a setting)")
     tasks, preset = list(data.get("tasks", [])), data.get("preset", "default")
     seeds, seeds_for = data.get("seeds", [1]), data.get("seeds_for", {})
     named = dict(data.get("settings", {}))
