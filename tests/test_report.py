@@ -159,3 +159,13 @@ def test_the_committed_tables_and_pages_are_what_the_committed_runs_give(monkeyp
     monkeypatch.chdir(Path(__file__).resolve().parent.parent)
     rc = main(["report", "--all", "--check"])
     assert rc == 0, capsys.readouterr().out
+
+
+def test_a_command_suite_is_stale_until_its_outputs_exist(repo, capsys):
+    (repo / "benchmarks" / "suites" / "m.toml").write_text('[[command]]\nrun = "echo x > results/m.md"\n'
+                                                          'out = ["results/m.md"]\n')
+    assert main(["report", "--all", "--check"]) == 1
+    assert "results/m.md (made by suite m's commands: run bench m)" in capsys.readouterr().out
+    assert main(["bench", "m", "--no-report"]) == 0
+    assert (repo / "results" / "m.md").read_text() == "x\n"
+    assert main(["report", "--all"]) == 0 and main(["report", "--all", "--check"]) == 0
