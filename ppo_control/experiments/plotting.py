@@ -117,8 +117,10 @@ def plot_learning_curves(groups: Dict[str, List[Run]], out, x: str = "steps", ti
 
 
 def plot_panels(panels: Dict[str, Dict[str, List[Run]]], out, x: str = "steps",
-                provenance: Optional[dict] = None, cols: int = 3) -> Path:
-    """One subplot per panel title (e.g. per environment), each drawn like ``plot_learning_curves``."""
+                provenance: Optional[dict] = None, cols: int = 3,
+                marks: Optional[Dict[str, Dict[str, float]]] = None) -> Path:
+    """One subplot per panel title (e.g. per environment), each drawn like ``plot_learning_curves``;
+    ``marks``: panel title -> {label: y}, drawn as dashed horizontal lines (e.g. a published number)."""
     n = max(1, len(panels))
     cols = min(cols, n)
     rows = math.ceil(n / cols)
@@ -126,6 +128,8 @@ def plot_panels(panels: Dict[str, Dict[str, List[Run]]], out, x: str = "steps",
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     for ax, (title, groups) in zip(axes, panels.items()):
         draw_curves(ax, groups, x)
+        for i, (label, y) in enumerate((marks or {}).get(title, {}).items()):
+            ax.axhline(y, color="0.3", linestyle=("--", ":", "-.")[i % 3], linewidth=1, label=label)
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=7, loc="best")
     for ax in axes[len(panels):]:

@@ -11,9 +11,10 @@ A ``[[table]]`` of a suite file::
     [table.notes]                         # optional extra columns: name -> {task: text}
     "published PPO at 1M" = { "Ant-v5" = "3,260 (Tianshou)" }
 
-A ``[[figure]]``: ``out`` (a .png), ``settings``, ``curve`` (``eval/return`` or
+A ``[[figure]]``: ``out`` (a .png), ``settings``, ``tasks``, ``curve`` (``eval/return`` or
 ``charts/episodic_return``), ``x`` (``steps`` or ``time``), one panel per task and a line per
-setting; or ``heatmap = ["gae_lambda", "ent_coef"]`` with one ``task`` and a ``metric``.
+setting, ``[figure.marks]`` name -> {task: y} as dashed lines; or ``heatmap = ["gae_lambda",
+"ent_coef"]`` with one ``task`` and a ``metric``.
 
 Each Markdown file is the table, what each number means, then a provenance footer (command,
 commit, machine, versions, seeds, run wall time, the folders the runs came from). Pages
@@ -242,7 +243,8 @@ def write_figures(suite: Suite, groups, prov: dict) -> List[Path]:
         for (task, s), (_, runs) in curves.items():
             if s in settings and runs and task in spec.get("tasks", [task]):
                 panels.setdefault(task, {})[s] = runs
-        out.append(plot_panels(panels, spec["out"], spec.get("x", "steps"), prov))
+        marks = {t: {name: values[t] for name, values in spec.get("marks", {}).items() if t in values} for t in panels}
+        out.append(plot_panels(panels, spec["out"], spec.get("x", "steps"), prov, marks=marks))
     return out
 
 
