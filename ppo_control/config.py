@@ -184,10 +184,6 @@ class Config:
         """PPO: whole iterations needed to reach total_steps, rounded up (GRPO counts steps as it goes)."""
         return max(1, -(-self.total_steps // self.batch_size))
 
-    @property
-    def groups_per_round(self) -> int:
-        return self.num_envs // self.group_size
-
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         for name in _TUPLE_FIELDS:
@@ -243,31 +239,12 @@ def _need(cond: bool, msg: str):
         raise ConfigError(msg)
 
 
-def _check_types(c: Config):
-    """Every value of the declared type, and every float finite: a NaN, inf or a string from a config file
-    or the Python API stops here with the field's name, not deep inside training."""
-    import math
-    import numbers
-    for f in dataclasses.fields(c):
-        v, t = getattr(c, f.name), f.type.replace("Optional[", "").rstrip("]")
-        if v is None and f.type.startswith("Optional["):
-            continue
-        if t == "float":
-            ok = isinstance(v, numbers.Real) and not isinstance(v, bool)
-            _need(not ok or math.isfinite(v), f"{f.name} must be a finite number (got {v})")
-        elif t == "int":
-            ok = isinstance(v, numbers.Integral) and not isinstance(v, bool)
-        elif t == "bool":
-            ok = v in (True, False) and not isinstance(v, str)
-        elif t == "str":
-            ok = isinstance(v, str)
-        else:  # tuples, checked by their own rules below
-            continue
-        _need(ok, f"{f.name} must be {'an' if t == 'int' else 'a'} {t} (got {v!r})")
-
-
 def _validate(c: Config):
-    _check_types(c)
+    # every value of its declared type and every float finite: a NaN, inf or a string from a file or the
+    # Python API stops here with the field's name, not deep inside training
+    from .values import type_error  # values.py reads this schema, so it is imported once Config exists
+    for f in dataclasses.fields(c):
+        _need(not (msg := type_error(f, getattr(c, f.name))), msg)
     for f in dataclasses.fields(c):
         choices = f.metadata.get("choices")
         if choices and getattr(c, f.name) not in choices:
@@ -327,150 +304,12 @@ def _validate(c: Config):
 ALGORITHM_CHECKS: dict = {}
 
 
-# Presets --------------------------------------------------------------------
-# "classic": the MuJoCo PPO settings of Schulman et al. (2017) as used by most
-# public benchmarks, so returns compare with the literature.
-CLASSIC = dict(num_envs=1, num_steps=2048, num_minibatches=32, update_epochs=10, lr=3e-4,
-               anneal_lr=True, gamma=0.99, gae_lambda=0.95, clip_coef=0.2, ent_coef=0.0,
-               vf_coef=0.5, max_grad_norm=0.5, norm_obs=True, norm_reward=True, obs_clip=10.0,
-               reward_clip=10.0, hidden_sizes=(64, 64), activation="tanh", clip_vloss=False,
-               norm_adv=True, target_kl=None, dual_clip=None, init_log_std=0.0)
-
-# "default": the same batch of 2048 transitions per update, collected by 4
-# envs stepped together (batched policy inference, fewer Python calls).
-DEFAULT = dict(CLASSIC, num_envs=4, num_steps=512)
-
-# "fast": 64 envs x 64 steps, 8 minibatches of 512, lr 1e-3: an eighth of the gradient steps of
-# "classic" on 8x larger minibatches, with a larger step size to match. Chosen by measurement on
-# HalfCheetah-v5 (README, results/): with lr 3e-4 the same batch shape lost ~30% of the return.
-FAST = dict(CLASSIC, num_envs=64, num_steps=64, num_minibatches=8, lr=1e-3, vectorization="batched")
-
-# "tuned": the fast preset's batch shape with what measured best on HalfCheetah-v5 (README "Results",
-# results/tuned_pilot.md): log_std starting at -0.5 (std 0.61) and a 256x256 critic beside the 64x64
-# actor (Andrychowicz et al. 2021). Adding advantages every epoch + value-target normalisation + vf 0.25
-# tied with it (final 5,697 vs 5,931, peak mean eval 6,550 vs 6,520; 2 seeds), so the simpler one won
-# and those stay options (the ablation is still to run).
-# Periodic deterministic evaluation every 50k steps gives the learning curve and the peak metric.
-TUNED = dict(FAST, init_log_std=-0.5, critic_hidden_sizes=(256, 256), eval_interval=50_000)
-
-# Tianshou's details: advantages recomputed every epoch, value-target normalisation instead of reward
-# scaling, value coefficient 0.25 (the `details` change of benchmarks/tuned_ablation.sh).
-TIANSHOU_DETAILS = dict(adv_every_epoch=True, value_norm=True, norm_reward=False, vf_coef=0.25)
-_ABLATION = ("ablation, {n} seeds: bash benchmarks/tuned_ablation.sh {env} details 1 .. {n} (commit {commit}), "
-             "results/tuned_ablation/ablation.md: final return {base} -> {new}")
-
-# The tuned preset's per-task rows: env id -> (settings on top of TUNED, where they came from).
-TUNED_ROWS = {
-    "HalfCheetah-v5": (dict(TIANSHOU_DETAILS),
-                       "pilot: bash benchmarks/tuned_pilot.sh HalfCheetah-v5 1 2 (candidate c2 of c0-c3), commit d5c25ab; "
-                       "results/tuned_pilot.md; + " + _ABLATION.format(env="HalfCheetah-v5", n=10, commit="6b8c87b",
-                                                                       base="5,435", new="5,606")),
-    "Hopper-v5": (dict(num_envs=4, num_steps=512, num_minibatches=32, lr=3e-4, **TIANSHOU_DETAILS),
-                  "the fast preset's Hopper batch shape (results/fast_hopper_tune.md, commit abf866b): "
-                  "large batches lost return on Hopper; + " + _ABLATION.format(env="Hopper-v5", n=5, commit="2dca118",
-                                                                            base="2,286", new="2,806")),
-    "Walker2d-v5": (dict(TIANSHOU_DETAILS), _ABLATION.format(env="Walker2d-v5", n=5, commit="2dca118, seeds 4-5 299e571",
-                                                      base="3,119", new="4,027")),
-    "Ant-v5": (dict(TIANSHOU_DETAILS), _ABLATION.format(env="Ant-v5", n=5, commit="299e571", base="915", new="1,231")),
-    # trial 8's values exactly as Optuna drew them, so the study's own runs (seeds 1-2) are runs of this row
-    "Swimmer-v5": (dict(num_envs=8, num_steps=256, num_minibatches=16, update_epochs=9, lr=0.0005916350112240497,
-                        gamma=0.999, gae_lambda=0.9521791151205858, init_log_std=-0.4314381388768631),
-                   "Optuna study Swimmer-v5__tuned__ppo_lite (bash benchmarks/tune_study.sh Swimmer-v5 14, stopped "
-                   "after 10 trials; commit 6b8c87b), best trial 8: eval 159 on seeds 1-2; every gamma 0.9999 trial "
-                   "(SB3-zoo's setting, this row's earlier value) ended below 45; results/tune/Swimmer-v5__tuned__ppo_lite.md"),
-}
-
-GRPO_EVAL_INTERVAL = 50_000  # make_config's eval_interval for GRPO when none is given
-
-# "grpo": critic-free GRPO with what measured best at 1M steps (issue 12; README "GRPO for continuous control",
-# results/grpo_factorial/reading.md): groups of 8 members put into one restored simulator state, 64 envs (8 groups
-# per round), per-step group-relative advantages, common random numbers off, std starting at 0.61, and for tasks
-# that end in a fall the visited-start cell whose horizon sees the fall (H 512, gamma 0.998). Per-task rows below;
-# a task without a row gets these settings unmeasured. PPO's optimiser settings (default preset) throughout.
-GRPO = dict(DEFAULT, algo="grpo", num_envs=64, group_size=8, start_state="visited", horizon=512, gamma=0.998,
-            grpo_advantage="per_step", init_log_std=-0.5, eval_interval=GRPO_EVAL_INTERVAL)
-_GRPO_SRC = "final deterministic eval at 1M, results/grpo_1m/targets.md; "
-GRPO_ROWS = {
-    "HalfCheetah-v5": (dict(start_state="reset", horizon=256, gamma=0.99, grpo_adv_scale="batch"),
-                       _GRPO_SRC + "reset H 256 / 0.99 with batch-scaled advantages 2,308 [1,967, 2,631] over 10 seeds "
-                       "(ENV=HalfCheetah-v5 bash benchmarks/grpo_tuning.sh advbatch+gamma0.99 1 .. 10, commits "
-                       "f18fd3a-a1a5697); per-group scaling at 0.995: 1,654 (10)"),
-    "Hopper-v5": (dict(), _GRPO_SRC + "visited H 512 / 0.998 2,053 [1,603, 2,476] over 10 runs in two batches "
-                  "(benchmarks/grpo_factorial.sh, benchmarks/grpo_falling_pilot.sh) and 2,381 / 1,329 in a third "
-                  "(ENV=Hopper-v5 bash benchmarks/grpo_tuning.sh base 1 2); an entropy bonus of 0.01 gave the "
-                  "same (results/grpo_factorial/reading.md, fourth round)"),
-    "Walker2d-v5": (dict(), _GRPO_SRC + "visited H 512 / 0.998 1,262 [973, 1,654] over 5 seeds "
-                    "(benchmarks/grpo_falling_pilot.sh) and 862 over 6 more (ENV=Walker2d-v5 bash "
-                    "benchmarks/grpo_tuning.sh base 1 .. 6); no change tried beat it by more than its seed noise, "
-                    "and none reaches half of PPO (results/grpo_factorial/reading.md, third and fourth rounds)"),
-    "Ant-v5": (dict(horizon=256, gamma=0.995), _GRPO_SRC + "visited H 256 / 0.995 991 [941, 1,038] over 5 seeds "
-               "(benchmarks/grpo_falling_pilot.sh; a policy that stands, not one that runs)"),
-}
-
-PRESETS = {"classic": CLASSIC, "default": DEFAULT, "fast": FAST, "tuned": TUNED, "grpo": GRPO}
-
-# Per-environment adjustments on top of a preset (before explicit overrides), each chosen by
-# measurement (README "Results"):
-# - default / Swimmer: gamma 0.9999, the usual setting for Swimmer's slow, far-sighted reward.
-# - fast / Hopper: every large-batch setting we tried lost return against classic on Hopper
-#   (64x64 envs/steps, 8 minibatches, lr 1e-3: 1.8k; 32x64, 16 minibatches: 1.8k; 32x64,
-#   32 minibatches: 2.3k; classic 2.5k), while the default preset's shape (4 envs x 512 steps,
-#   32 minibatches, lr 3e-4) matched it (2.4k-2.6k, 6 seeds) in less wall time; so "fast" uses that.
-ENV_OVERRIDES = {
-    "default": {"Swimmer-v5": dict(gamma=0.9999)},
-    "fast": {"Hopper-v5": dict(num_envs=4, num_steps=512, num_minibatches=32, lr=3e-4)},
-    "tuned": {env_id: row for env_id, (row, _source) in TUNED_ROWS.items()},
-    "grpo": {env_id: row for env_id, (row, _source) in GRPO_ROWS.items()},
-}
+GRPO_EVAL_INTERVAL = 50_000  # make_config's eval_interval for GRPO on a PPO preset when none is given
 
 
-# Presets tuned at 1M env steps whose learning-rate schedule is measured to fail in much longer runs, per
-# (preset, env id): anneal_lr decays over total_steps, so a 10M run keeps a 1M run's peak lr ten times as
-# long while the policy std shrinks as fast. Measured by benchmarks/grpo_10m.sh (results/grpo_10m/
-# ant_ppo_diag.md; README "10M steps"): the tuned Ant row at 10M ended at 488 (5 seeds, below its own 1M
-# runs' 1,529), and with lr_decay_steps=1000000, lr_floor=0.1 at 3,519 (5 seeds, 2,183-5,081).
-TUNED_AT_STEPS = 1_000_000
-LONG_RUN_SCHEDULE = {("tuned", "Ant-v5"): "at 10M steps its 5 seeds collapsed to a mean of 488 (its 1M runs: 1,529); "
-                                          "with --lr-decay-steps 1000000 --lr-floor 0.1 they ended at 3,519"}
-
-
-def long_run_warning(cfg: Config) -> Optional[str]:
-    """A warning for a preset row whose lr schedule is measured to fail past TUNED_AT_STEPS, when ``cfg``
-    runs longer than that on the preset's own schedule (None otherwise, or once the user set one)."""
-    why = LONG_RUN_SCHEDULE.get((cfg.preset, cfg.env_id))
-    if why is None or not cfg.anneal_lr or cfg.lr_decay_steps is not None or cfg.lr_floor > 0 \
-            or cfg.total_steps <= TUNED_AT_STEPS:
-        return None
-    return (f"preset {cfg.preset!r} on {cfg.env_id} was tuned at {TUNED_AT_STEPS:,} steps and anneals lr over the "
-            f"whole run; {why} (results/grpo_10m/ant_ppo_diag.md). For {cfg.total_steps:,} steps consider "
-            f"--lr-decay-steps {TUNED_AT_STEPS} --lr-floor 0.1")
-
-
-def applied_env_overrides(cfg: Config) -> dict:
-    """The per-env adjustments of ``cfg.preset`` for ``cfg.env_id`` that ``cfg`` carries (not overridden)."""
-    table = ENV_OVERRIDES.get(cfg.preset, {}).get(cfg.env_id, {})
-    return {k: v for k, v in table.items() if getattr(cfg, k) == v}
-
-
-
-def make_config(preset: str = "default", **overrides) -> Config:
-    """Build a Config from a named preset, env-specific tweaks, then explicit overrides."""
-    if preset not in PRESETS:
-        raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
-    values = dict(PRESETS[preset])
-    preset_algo = values.get("algo", Config.algo)
-    if preset_algo == "grpo" and overrides.get("algo", "grpo") != "grpo":
-        raise ConfigError(f"preset {preset!r} holds GRPO's settings; with --algo {overrides['algo']} choose "
-                          f"one of {sorted(p for p, v in PRESETS.items() if v.get('algo', Config.algo) != 'grpo')}")
-    env_id = overrides.get("env_id", Config.env_id)
-    values.update(ENV_OVERRIDES.get(preset, {}).get(env_id, {}))
-    ppo_preset_as_grpo = overrides.get("algo") == "grpo" and preset_algo != "grpo"
-    if ppo_preset_as_grpo and "num_envs" not in overrides:
-        # GRPO needs whole groups: one group per round unless told otherwise
-        values["num_envs"] = overrides.get("group_size", Config.group_size)
-    if ppo_preset_as_grpo and "eval_interval" not in overrides:
-        # short-horizon GRPO trains on no whole episode, so its only return curve is this evaluation
-        values["eval_interval"] = GRPO_EVAL_INTERVAL
-    values.update(overrides)
-    values["preset"] = preset
-    return Config(**values)
+def __getattr__(name):
+    # presets are data files read by ppo_control.presets; these names stay importable from here
+    if name in ("make_config", "applied_env_overrides", "long_run_warning", "PRESETS"):
+        from . import presets
+        return getattr(presets, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

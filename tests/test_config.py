@@ -90,7 +90,7 @@ def test_print_config_shows_preset_env_overrides_and_flags(capsys):
 
 
 def test_tuned_preset_rows_apply_per_task_and_name_their_source():
-    from ppo_control.config import TUNED_ROWS
+    from ppo_control.presets import load
     c = make_config("tuned", env_id="HalfCheetah-v5")
     assert (c.init_log_std, c.critic_sizes, c.actor_sizes, c.eval_interval) == (-0.5, (256, 256), (64, 64), 50_000)
     assert (c.num_envs, c.num_steps, c.num_minibatches, c.lr) == (64, 64, 8, 1e-3)
@@ -98,7 +98,9 @@ def test_tuned_preset_rows_apply_per_task_and_name_their_source():
     assert (h.num_envs, h.num_steps, h.lr, h.init_log_std) == (4, 512, 3e-4, -0.5)
     assert (make_config("tuned", env_id="Swimmer-v5").gamma, make_config("tuned", env_id="Swimmer-v5").num_envs) == \
         (0.999, 8)  # from the Optuna study's best trial
-    assert all(source for _row, source in TUNED_ROWS.values())
+    rows = load("tuned").tasks
+    assert set(rows) == {"HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Swimmer-v5"}
+    assert all("results/" in row.source and "benchmarks/" in row.source for row in rows.values())
     for env in ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5"):  # rows that took the ablation's `details`
         d = make_config("tuned", env_id=env)
         assert (d.adv_every_epoch, d.value_norm, d.norm_reward, d.vf_coef) == (True, True, False, 0.25), env
@@ -131,9 +133,10 @@ def test_grpo_preset_is_the_measured_benchmark_cell_of_each_task(env):
 
 
 def test_grpo_preset_rows_name_their_source_and_refuse_ppo():
-    from ppo_control.config import GRPO_ROWS
-    assert set(GRPO_ROWS) == {"HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5"}
-    assert all("benchmarks/" in source and "results/" in source for _row, source in GRPO_ROWS.values())
+    from ppo_control.presets import load
+    rows = load("grpo").tasks
+    assert set(rows) == {"HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5"}
+    assert all("benchmarks/" in row.source and "results/" in row.source for row in rows.values())
     # naming the algorithm again keeps the preset's 64 envs (a PPO preset run as GRPO gets one group instead)
     assert make_config("grpo", algo="grpo", env_id="Hopper-v5").num_envs == 64
     assert make_config("default", algo="grpo").num_envs == 16
@@ -158,7 +161,7 @@ def test_grpo_preset_on_the_command_line(capsys):
 def test_long_run_warning_only_for_the_measured_row_on_its_own_schedule():
     """The tuned Ant row warns past 1M steps on its own schedule; not at 1M, not with a schedule set, not on
     another task or preset, not with anneal_lr off."""
-    from ppo_control.config import long_run_warning
+    from ppo_control.presets import long_run_warning
     warn = long_run_warning(make_config("tuned", env_id="Ant-v5", total_steps=10_000_000))
     assert warn is not None and "--lr-decay-steps 1000000 --lr-floor 0.1" in warn and "10,000,000" in warn
     assert long_run_warning(make_config("tuned", env_id="Ant-v5", total_steps=1_000_000)) is None

@@ -1,0 +1,202 @@
+"""Presets as data: the TOML files beside this module (one per preset), or a user's file of the same format.
+
+    [preset]
+    description = "one line"            # shown by `ppo-control presets`
+    base = "fast"                       # optional: start from another preset's settings
+    source = "the measurement that chose these settings"
+    [preset.settings]                   # Config fields (lists for tuples, "none" for an Optional off)
+    init_log_std = -0.5
+    [tasks."Hopper-v5"]                 # a per-task row on top of the settings
+    source = "..."
+    lr = 3e-4
+    [tasks."Ant-v5".long_run]           # optional: warn past after_steps on the preset's own lr schedule
+    after_steps = 1_000_000
+    why = "..."
+
+A file with no ``[preset]`` table is a flat list of fields (the settings). Without ``base`` a file starts
+from the schema's defaults. A config resolves as: the base's settings < the preset's settings < the
+task row for ``env_id`` < explicit overrides (a base's task rows do not carry over).
+"""
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Dict, List, NamedTuple, Optional, Tuple
+
+from ..config import GRPO_EVAL_INTERVAL, Config, ConfigError
+from ..values import file_value
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+PRESET_DIR = Path(__file__).resolve().parent
+NAMES: Tuple[str, ...] = tuple(sorted(p.stem for p in PRESET_DIR.glob("*.toml")))
+_PRESET_KEYS, _ROW_KEYS, _LONG_RUN_KEYS = {"description", "base", "source", "settings"}, {"source", "long_run"}, \
+    {"after_steps", "why"}
+
+
+class Row(NamedTuple):
+    settings: dict
+    source: str
+    long_run: Optional[Tuple[int, str]]  # (after_steps, why)
+
+
+class Preset(NamedTuple):
+    name: str          # a built-in name, or the path of a user's file as given
+    description: str
+    base: Optional[str]
+    source: str
+    settings: dict     # this file's own settings, typed (not the base's)
+    tasks: Dict[str, Row]
+
+
+def is_file(name: str) -> bool:
+    """A preset given as a path (``my.toml``, ``configs/x.toml``) rather than a built-in name."""
+    return name not in NAMES and (name.endswith(".toml") or "/" in name or "\\" in name)
+
+
+def load(name: str) -> Preset:
+    """The built-in preset ``name`` or the TOML file at path ``name``; ConfigError in one line otherwise."""
+    if is_file(name):
+        return _read(name, Path(name))
+    if name in NAMES:
+        return _builtin(name)
+    raise ConfigError(f"unknown preset {name!r}; choose one of {list(NAMES)} or give a .toml file")
+
+
+@functools.lru_cache(maxsize=None)
+def _builtin(name: str) -> Preset:
+    return _read(name, PRESET_DIR / f"{name}.toml")
+
+
+def _read(name: str, path: Path) -> Preset:
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{name}: no such config file") from None
+    except tomllib.TOMLDecodeError as e:  # its message names the line and column
+        raise ConfigError(f"{name}: not valid TOML: {e}") from None
+    try:
+        return _parse(name, data)
+    except ConfigError as e:
+        raise ConfigError(f"{name}: {e}") from None
+
+
+def _parse(name: str, data: dict) -> Preset:
+    if "preset" not in data and "tasks" not in data:  # a flat file of fields
+        data = {"preset": {"settings": data}}
+    head = data.get("preset", {})
+    _no_extra(set(data) - {"preset", "tasks"}, "top-level table", "[preset] and [tasks.\"ENV_ID\"]")
+    _no_extra(set(head) - _PRESET_KEYS, "[preset] key", ", ".join(sorted(_PRESET_KEYS)))
+    base = head.get("base")
+    if base is not None and (not isinstance(base, str) or base == name):
+        raise ConfigError(f"base = {base!r}: name another preset, one of {list(NAMES)}")
+    tasks = {env_id: _row(env_id, row) for env_id, row in data.get("tasks", {}).items()}
+    return Preset(name, str(head.get("description", "")), base, str(head.get("source", "")),
+                  _settings(head.get("settings", {}), "[preset.settings]"), tasks)
+
+
+def _row(env_id: str, row: dict) -> Row:
+    where = f'[tasks."{env_id}"]'
+    if not isinstance(row, dict):
+        raise ConfigError(f"{where} must be a table of fields")
+    long_run = row.get("long_run")
+    if long_run is not None:
+        _no_extra(set(long_run) - _LONG_RUN_KEYS, f"{where}.long_run key", "after_steps, why")
+        if not isinstance(long_run.get("after_steps"), int) or not isinstance(long_run.get("why"), str):
+            raise ConfigError(f"{where}.long_run needs after_steps (an int) and why (a string)")
+        long_run = (long_run["after_steps"], long_run["why"])
+    settings = {k: v for k, v in row.items() if k not in _ROW_KEYS}
+    return Row(_settings(settings, where), str(row.get("source", "")), long_run)
+
+
+def _settings(table: dict, where: str) -> dict:
+    out = {}
+    for key, value in table.items():
+        try:
+            out[key] = file_value(key, value)
+        except ConfigError as e:
+            raise ConfigError(f"{where} {e}") from None
+    for key in set(out) & {"preset", "env_id"}:
+        raise ConfigError(f"{where} {key}: a preset cannot set {key} (give it on the command line)")
+    return out
+
+
+def _no_extra(extra, what: str, valid: str) -> None:
+    if extra:
+        raise ConfigError(f"unknown {what} {sorted(extra)[0]!r}; valid: {valid}")
+
+
+def resolve(preset: str, env_id: str) -> List[Tuple[str, object, str]]:
+    """``(field, value, origin)`` for every field the preset sets for ``env_id``, origin being ``preset``,
+    ``base NAME`` or ``task row``: what ``ppo-control presets NAME --env-id E`` shows."""
+    chain, seen = [], set()
+    p = load(preset)
+    while True:
+        chain.append(p)
+        seen.add(p.name)
+        if p.base is None:
+            break
+        if p.base in seen:
+            raise ConfigError(f"{preset}: base presets form a loop ({' -> '.join([*seen, p.base])})")
+        p = load(p.base)
+    values: Dict[str, Tuple[object, str]] = {}
+    for p in reversed(chain):
+        origin = "preset" if p.name == preset else f"base {p.name}"
+        values.update({k: (v, origin) for k, v in p.settings.items()})
+    row = chain[0].tasks.get(env_id)
+    values.update({k: (v, "task row") for k, v in (row.settings if row else {}).items()})
+    return [(k, v, origin) for k, (v, origin) in values.items()]
+
+
+def make_config(preset: str = "default", **overrides) -> Config:
+    """A Config from a preset (a built-in name or a TOML file), its task row for ``env_id``, then ``overrides``."""
+    env_id = overrides.get("env_id", Config.env_id)
+    values = {k: v for k, v, _ in resolve(preset, env_id)}
+    preset_algo = values.get("algo", Config.algo)
+    if preset_algo == "grpo" and overrides.get("algo", "grpo") != "grpo":
+        ppo_presets = sorted(n for n in NAMES if dict((k, v) for k, v, _ in resolve(n, "")).get("algo") != "grpo")
+        raise ConfigError(f"preset {preset!r} holds GRPO's settings; with --algo {overrides['algo']} choose "
+                          f"one of {ppo_presets}")
+    ppo_preset_as_grpo = overrides.get("algo") == "grpo" and preset_algo != "grpo"
+    if ppo_preset_as_grpo and "num_envs" not in overrides:
+        # GRPO needs whole groups: one group per round unless told otherwise
+        values["num_envs"] = overrides.get("group_size", Config.group_size)
+    if ppo_preset_as_grpo and "eval_interval" not in overrides:
+        # short-horizon GRPO trains on no whole episode, so its only return curve is this evaluation
+        values["eval_interval"] = GRPO_EVAL_INTERVAL
+    values.update(overrides)
+    values["preset"] = preset
+    return Config(**values)
+
+
+def _row_of(cfg: Config) -> Optional[Row]:
+    try:
+        return load(cfg.preset).tasks.get(cfg.env_id)
+    except ConfigError:  # a run made from a user's file that is no longer there
+        return None
+
+
+def applied_env_overrides(cfg: Config) -> dict:
+    """The task row of ``cfg.preset`` for ``cfg.env_id`` that ``cfg`` carries (fields not overridden)."""
+    row = _row_of(cfg)
+    return {k: v for k, v in (row.settings if row else {}).items() if getattr(cfg, k) == v}
+
+
+def long_run_warning(cfg: Config) -> Optional[str]:
+    """A warning for a task row whose lr schedule is measured to fail past its ``long_run.after_steps``, when
+    ``cfg`` runs longer than that on the preset's own schedule (None otherwise, or once the user set one)."""
+    row = _row_of(cfg)
+    if row is None or row.long_run is None:
+        return None
+    after, why = row.long_run
+    if not cfg.anneal_lr or cfg.lr_decay_steps is not None or cfg.lr_floor > 0 or cfg.total_steps <= after:
+        return None
+    return (f"preset {cfg.preset!r} on {cfg.env_id} was tuned at {after:,} steps and anneals lr over the whole "
+            f"run; {why}. For {cfg.total_steps:,} steps consider --lr-decay-steps {after} --lr-floor 0.1")
+
+
+PRESETS = NAMES  # the built-in preset names (importable from ppo_control.config as before)

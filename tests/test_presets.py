@@ -1,0 +1,36 @@
+"""Presets as data files: resolved exactly as the Python presets they replaced (tests/data/preset_golden.json,
+written by tests/data/make_preset_golden.py at 190f9f7), user files, and one-line errors for bad files."""
+import json
+from pathlib import Path
+
+import pytest
+
+from ppo_control import presets
+from ppo_control.config import Config, ConfigError, make_config
+
+GOLDEN = json.loads((Path(__file__).parent / "data" / "preset_golden.json").read_text())
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN["cases"]))
+def test_every_preset_and_task_resolves_as_the_python_presets_did(case):
+    preset, env_id, algo = case.split("|")
+    want = GOLDEN["cases"][case]
+    kw = dict(**({"env_id": env_id} if env_id else {}), **({"algo": algo} if algo else {}))
+    if "error" in want:
+        with pytest.raises(ConfigError) as e:
+            make_config(preset, **kw)
+        assert str(e.value) == want["error"]
+        return
+    cfg = make_config(preset, **kw)
+    got = cfg.to_dict()
+    expected = {**GOLDEN["defaults"], **want["config"]}
+    assert {k: got[k] for k in expected} == expected
+    assert {k: list(v) if isinstance(v, tuple) else v
+            for k, v in presets.applied_env_overrides(cfg).items()} == want["env_overrides_applied"]
+    assert presets.long_run_warning(make_config(preset, total_steps=10_000_000, **kw)) == want["long_run_warning_10m"]
+
+
+def test_the_golden_file_covers_every_preset_and_ten_tasks():
+    assert {c.split("|")[0] for c in GOLDEN["cases"]} == set(presets.NAMES) == {"classic", "default", "fast",
+                                                                                  "tuned", "grpo"}
+    assert len(GOLDEN["cases"]) == 4 * 10 * 2 + 10 + 1  # PPO presets with and without --algo grpo, grpo, grpo+ppo
