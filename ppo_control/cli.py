@@ -8,9 +8,10 @@ import os
 import sys
 from typing import List, Optional
 
+from . import __version__, presets
 from .checkpoint import CheckpointError
-from .cliargs import OneLineParser, add_config_args, config_from_args
-from .config import PRESETS, RESUMABLE_FIELDS, Config, ConfigError, applied_env_overrides
+from .cliargs import OneLineParser, add_config_args, add_preset_args, config_from_args, fields_for, short_usage
+from .config import RESUMABLE_FIELDS, Config, ConfigError
 from .envs import EnvError, SnapshotError
 from .experiments import suite_cli, sweep
 from .update import NonFiniteError
@@ -42,23 +43,27 @@ def _video_path(s: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="ppo-control", description="PPO and GRPO for continuous control (MuJoCo).")
+    p.add_argument("--version", action="version", version=f"ppo-control {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    t = sub.add_parser("train", help="train a policy", description="Train PPO or GRPO. Every option below "
-                       "overrides the chosen preset. Outputs go to OUT_DIR/RUN_NAME: config.json, metrics.jsonl, "
+    t = sub.add_parser("train", help="train a policy", usage=short_usage("ppo-control train"),
+                       description="Train PPO or GRPO. Every option overrides the preset's value (shown in [], "
+                       "the default preset's). Outputs go to OUT_DIR/RUN_NAME: config.json, metrics.jsonl, "
                        "tb/ (TensorBoard), checkpoint.pt, eval.json, summary.json.")
-    t.add_argument("--preset", default=None, choices=sorted(PRESETS),
-                   help="starting point: 'classic' = the literature's MuJoCo PPO settings (1 env, 2048 steps, "
-                        "32 minibatches, 10 epochs), 'default' = the same batch from 4 envs, 'fast' = 64 envs x 64 steps, "
-                        "8 minibatches, lr 1e-3, 'tuned' = fast plus the measured best details and per-task rows "
-                        "(--print-config shows them), 'grpo' = GRPO (--algo grpo) with its measured best "
-                        "settings and per-task rows (default: default)")
+    add_preset_args(t)
     t.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its checkpoint with its "
                    "saved config; only " + ", ".join("--" + f.replace("_", "-") for f in sorted(RESUMABLE_FIELDS))
                    + " may change (e.g. --total-steps to extend the run), any other option is refused")
     t.add_argument("--print-config", action="store_true", help="print the resolved config (preset, then its "
-                   "per-env overrides, then your flags) as JSON, with the per-env overrides applied, and exit")
+                   "task row, then your flags) as JSON, only the fields its algorithm uses, and exit")
     add_config_args(t)
+
+    s = sub.add_parser("presets", help="list the presets, or show one resolved for a task",
+                       description="Without NAME: each built-in preset and what it is. With NAME (a preset or a "
+                       "TOML file): every setting it gives for --env-id, and where each comes from.")
+    s.add_argument("name", nargs="?", metavar="NAME", help="a preset name or a config file")
+    s.add_argument("--env-id", help="show NAME's task row for this env id too (default: the schema's env id)")
+    s.set_defaults(func=_cmd_presets)
 
     e = sub.add_parser("eval", help="evaluate a trained run", description="Deterministic (mean-action) "
                        "evaluation of a run's policy with its saved observation statistics.")
@@ -110,8 +115,9 @@ def _error(e) -> int:
 def _train(args: argparse.Namespace, command: List[str]) -> int:
     from .train import resume_config, train
     if args.resume:
-        if args.preset is not None:
-            raise ConfigError("--preset cannot change on --resume (the run keeps its own config)")
+        if args.preset is not None or args.config is not None:
+            given = "--preset" if args.preset is not None else "--config"
+            raise ConfigError(f"{given} cannot change on --resume (the run keeps its own config)")
         changes = {k: v for k, v in vars(args).items() if k in CONFIG_FIELDS}
         if args.print_config:
             cfg = resume_config(args.resume, changes)
@@ -119,14 +125,41 @@ def _train(args: argparse.Namespace, command: List[str]) -> int:
             return 0
         summary = train(resume=args.resume, changes=changes, command=command)
     else:
-        args.preset = args.preset or "default"
         cfg = config_from_args(args)
         if args.print_config:
-            print(json.dumps({"config": cfg.to_dict(), "env_overrides_applied": applied_env_overrides(cfg)},
-                             indent=2))
+            d = cfg.to_dict()
+            print(json.dumps({"config": {k: d[k] for k in ["preset", *fields_for(cfg.algo)]},
+                              "env_overrides_applied": presets.applied_env_overrides(cfg)}, indent=2))
             return 0
         summary = train(cfg, command=command)
     print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _cmd_presets(args: argparse.Namespace) -> int:
+    if args.name is None:
+        width = max(map(len, presets.NAMES))
+        for name in presets.NAMES:
+            print(f"{name:<{width}}  {presets.load(name).description}")
+        print("\nppo-control presets NAME [--env-id ENV_ID] shows one resolved for a task")
+        return 0
+    p = presets.load(args.name)
+    env_id = args.env_id or Config.env_id
+    print(f"{p.name}: {p.description}" + (f" (base: {p.base})" if p.base else ""))
+    if p.source:
+        print(f"  source: {p.source}")
+    rows = presets.resolve(args.name, env_id)
+    width = max((len(k) for k, _, _ in rows), default=0)
+    print(f"settings for {env_id} (every other field: the schema's default, `train --help`):")
+    for key, value, origin in rows:
+        shown = ",".join(map(str, value)) if isinstance(value, tuple) else value
+        print(f"  {key:<{width}}  {shown!s:<12}  {origin}")
+    row = p.tasks.get(env_id)
+    if row is not None and row.source:
+        print(f"  task row source: {row.source}")
+    others = sorted(set(p.tasks) - {env_id})
+    if others:
+        print(f"task rows for other env ids: {', '.join(others)}")
     return 0
 
 

@@ -1,7 +1,7 @@
-"""Config fields as command-line options: one ``--kebab-name`` per ``Config`` field, typed and
-with the field's help text, and the parsed options back into a ``Config``.
+"""Config fields as command-line options: one ``--kebab-name`` per ``Config`` field, typed through
+``values`` and grouped as a reader looks for them, and the parsed options back into a ``Config``.
 
-Shared by ``cli.py`` (``train``), ``experiments/sweep.py`` (``sweep``, ``bench``) and benchmark
+Shared by ``cli.py`` (``train``), ``experiments/sweep.py`` (``sweep``, ``bench``), ``tune`` and benchmark
 scripts. It lives apart from ``cli.py`` because the command line imports ``sweep`` to register
 its commands, so ``sweep`` must not import the command line.
 """
@@ -10,7 +10,33 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from .config import Config, make_config
+from . import presets
+from .config import Config, ConfigError
+from .values import FIELDS, flag, kind_of, parse_text
+
+# the --help sections, in the order a reader looks for them; every Config field but ``preset`` is in one
+GROUPS = {
+    "run and environment": ("env_id", "env_kwargs", "algo", "total_steps", "seed", "num_envs", "vectorization",
+                            "env_threads", "device", "torch_threads", "compile"),
+    "PPO (the optimiser and the clipped objective; GRPO shares those not marked PPO)": (
+        "num_steps", "lr", "anneal_lr", "lr_floor", "lr_decay_steps", "lr_adapt_kl", "adam_eps", "update_epochs",
+        "num_minibatches", "max_grad_norm", "target_kl", "gamma", "gae_lambda", "clip_coef", "dual_clip", "norm_adv",
+        "ent_coef", "vf_coef", "clip_vloss", "adv_every_epoch", "value_norm"),
+    "networks": ("hidden_sizes", "actor_hidden_sizes", "critic_hidden_sizes", "activation", "layer_norm",
+                 "init_log_std", "log_std_min", "log_std_max"),
+    "normalisation": ("norm_obs", "obs_clip", "norm_reward", "reward_clip"),
+    "GRPO (with --algo grpo)": ("group_size", "start_state", "horizon", "grpo_advantage", "leave_one_out",
+                                "grpo_adv_scale", "kl_coef", "ref_update_every", "zero_signal_threshold",
+                                "groups_per_iter", "crn", "grpo_step_weight", "grpo_freeze_ended",
+                                "grpo_train_steps"),
+    "logging and output": ("out_dir", "run_name", "checkpoint_every", "eval_episodes", "eval_interval",
+                           "eval_interval_episodes", "progress", "tensorboard", "stop_on_divergence"),
+}
+GRPO_ONLY = frozenset(GROUPS["GRPO (with --algo grpo)"])
+# PPO's critic, rollout length and reward scaling: GRPO has no critic and scales no reward
+PPO_ONLY = frozenset({"num_steps", "gae_lambda", "norm_adv", "vf_coef", "clip_vloss", "adv_every_epoch",
+                      "value_norm", "critic_hidden_sizes", "norm_reward", "reward_clip"})
+_METAVARS = {"int": "N", "float": "X", "str": "NAME", "Tuple[int, ...]": "SIZES"}
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -20,68 +46,72 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}; see {self.prog} --help\n")
 
 
-def _int(s: str) -> int:
-    """An integer, also written as 1e6 or 1_000_000."""
-    try:
-        return int(s)
-    except ValueError:
-        pass
-    try:
-        f = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {s!r}") from None
-    if not f.is_integer():
-        raise argparse.ArgumentTypeError(f"invalid int value: {s!r} (not a whole number)")
-    return int(f)
+def _arg_type(name: str):
+    """An argparse type for field ``name``: argparse's own wording for a bad number, ours for the rest."""
+    kind, _ = kind_of(FIELDS[name])
 
-
-_int.__name__ = "int"
-
-
-def _none_or(cast):
-    def parse(s: str):
-        return None if s.lower() in ("none", "null", "off") else cast(s)
-    parse.__name__ = cast.__name__
+    def parse(text: str):
+        try:
+            return parse_text(name, text)
+        except ConfigError as e:
+            if kind in ("int", "float"):
+                raise ValueError(text) from None  # "invalid int value: 'x'"
+            raise argparse.ArgumentTypeError(str(e)) from None
+    parse.__name__ = kind
     return parse
 
 
-def _int_tuple(s: str):
-    try:
-        return tuple(int(x) for x in s.replace("x", ",").split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 64,64, got {s!r}") from None
+def add_preset_args(p: argparse.ArgumentParser, default=None) -> None:
+    """``--preset NAME`` or ``--config FILE``: where the options below start from (a file wins over a default)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--preset", default=default, choices=presets.NAMES, metavar="{" + ",".join(presets.NAMES) + "}",
+                   help="starting settings (default: default); `ppo-control presets` lists them")
+    g.add_argument("--config", metavar="FILE", help="start from a TOML file instead (the presets' format, or a flat "
+                   "list of fields; docs/presets.md)")
 
 
-_TYPES = {"int": _int, "float": float, "str": str, "Optional[float]": _none_or(float),
-          "Optional[int]": _none_or(_int), "Optional[str]": _none_or(str), "Tuple[int, ...]": _int_tuple,
-          "Optional[Tuple[int, ...]]": _none_or(_int_tuple)}
+def preset_of(ns: argparse.Namespace) -> str:
+    """The preset name or config file the parsed options start from."""
+    return getattr(ns, "config", None) or getattr(ns, "preset", None) or "default"
 
 
 def add_config_args(p: argparse.ArgumentParser, skip=("preset",)) -> None:
-    """One ``--kebab-name`` option per Config field; unset options keep the preset's value."""
-    default = make_config("default")
-    classic = make_config("classic")
-    g = p.add_argument_group("configuration (defaults shown are the 'default' preset's; classic in [])")
-    for f in dataclasses.fields(Config):
-        if f.name in skip:
-            continue
-        d, c = getattr(default, f.name), getattr(classic, f.name)
-        shown = ",".join(map(str, d)) if isinstance(d, tuple) else d
-        helptext = f.metadata["help"] + f" (default: {shown}" + (f"; classic: {c}" if c != d else "") + ")"
-        opt = "--" + f.name.replace("_", "-")
-        kw = dict(dest=f.name, default=argparse.SUPPRESS, help=helptext.replace("%", "%%"))
-        if f.type == "bool":
-            g.add_argument(opt, action=argparse.BooleanOptionalAction, **kw)
-        elif f.type == "Tuple[str, ...]":  # key=value pairs: --env-kwargs a=1 b=False
-            g.add_argument(opt, nargs="*", type=str, metavar="KEY=VALUE", **kw)
-        else:
-            if f.metadata.get("choices"):
-                kw["choices"] = f.metadata["choices"]
-            g.add_argument(opt, type=_TYPES[f.type], metavar=f.name.upper(), **kw)
+    """One ``--kebab-name`` option per Config field, in GROUPS; unset options keep the preset's value."""
+    default = presets.make_config("default")
+    for title, names in GROUPS.items():
+        g = p.add_argument_group(title)
+        for name in names:
+            if name not in skip:
+                _add_field(g, FIELDS[name], getattr(default, name))
+
+
+def _add_field(g, f: dataclasses.Field, default) -> None:
+    kind, _ = kind_of(f)
+    shown = ",".join(map(str, default)) if isinstance(default, tuple) else "none" if default is None else default
+    helptext = f.metadata["help"] + ("" if shown == "" else f" [{shown}]")
+    kw = dict(dest=f.name, default=argparse.SUPPRESS, help=helptext.replace("%", "%%"))
+    if kind == "bool":
+        g.add_argument(flag(f.name), action=argparse.BooleanOptionalAction, **kw)
+    elif kind == "Tuple[str, ...]":  # key=value pairs: --env-kwargs a=1 b=False
+        g.add_argument(flag(f.name), nargs="*", type=str, metavar="KEY=VALUE", **kw)
+    else:
+        choices = f.metadata.get("choices")
+        metavar = "{" + ",".join(choices) + "}" if choices else _METAVARS.get(kind, f.name.upper())
+        g.add_argument(flag(f.name), type=_arg_type(f.name), metavar=metavar, **kw)
+
+
+def short_usage(prog: str) -> str:
+    return f"{prog} [--preset NAME | --config FILE] [OPTIONS]"
 
 
 def config_from_args(ns: argparse.Namespace, skip=()) -> Config:
-    """``ns.preset`` with every Config option given on the command line (except ``skip``) applied."""
-    names = {f.name for f in dataclasses.fields(Config)} - {"preset"} - set(skip)
+    """The preset (or ``--config`` file) with every Config option given on the command line (except ``skip``)."""
+    names = set(FIELDS) - {"preset"} - set(skip)
     overrides = {k: v for k, v in vars(ns).items() if k in names}
-    return make_config(ns.preset, **overrides)
+    return presets.make_config(preset_of(ns), **overrides)
+
+
+def fields_for(algo: str):
+    """The Config fields that mean something for ``algo`` (``--print-config`` shows these)."""
+    hidden = PPO_ONLY if algo == "grpo" else GRPO_ONLY
+    return [n for n in FIELDS if n not in hidden]

@@ -12,76 +12,23 @@ and every cell's Config is built (and so validated) before anything runs.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import difflib
 import itertools
 import time
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
-from ..cliargs import add_config_args
-from ..config import PRESETS, Config, ConfigError, make_config
+from ..cliargs import add_config_args, add_preset_args, preset_of
+from ..config import Config, ConfigError
+from ..presets import make_config
+from ..values import FIELDS, field_name, flag, option_args
+from ..values import parse_text as parse_value  # noqa: F401 (the grid's values: text typed by field)
 from .aggregate import format_value
 
-FIELDS: Dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(Config)}
 # Set by the sweep itself (seed via --seeds, names generated) or meaningless to sweep over.
 NOT_SWEPT = {"seed": "use --seeds", "run_name": "run names are generated", "out_dir": "use --out-dir",
              "preset": "use --preset", "progress": "the runner turns progress bars off"}
-_NONE = ("none", "null", "off")
-_BOOLS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
 
 Job = Tuple[str, Config]
-
-
-def field_name(text: str) -> str:
-    """Config field for ``text`` (kebab or snake case), or ConfigError naming the closest fields."""
-    name = text.strip().replace("-", "_")
-    if name not in FIELDS:
-        near = difflib.get_close_matches(name, FIELDS, n=3)
-        raise ConfigError(f"unknown config field {text!r}" + (f"; did you mean {', '.join(near)}?" if near else
-                                                              f"; fields: {', '.join(sorted(FIELDS))}"))
-    return name
-
-
-def parse_value(name: str, text: str):
-    """``text`` as a value of Config field ``name``: typed as the field (64x64 for tuples, none for Optional)."""
-    f = FIELDS[field_name(name)]
-    kind, text = f.type, text.strip()
-    if kind.startswith("Optional["):
-        if text.lower() in _NONE:
-            return None
-        kind = kind[len("Optional["):-1]
-    try:
-        if kind == "int":
-            value = _parse_int(text)
-        elif kind == "float":
-            value = float(text)
-        elif kind == "bool":
-            value = _BOOLS[text.lower()]
-        elif kind == "Tuple[int, ...]":
-            value = tuple(_parse_int(x) for x in text.replace(",", "x").split("x"))
-        elif kind == "str":
-            value = text
-        else:
-            raise ConfigError(f"{f.name} (type {f.type}) cannot be set from the command line")
-    except (ValueError, KeyError):
-        example = {"int": "3", "float": "0.95", "bool": "true or false", "Tuple[int, ...]": "64x64"}.get(kind, kind)
-        raise ConfigError(f"{f.name}={text!r}: expected {kind} (e.g. {example})"
-                          + (" or none" if f.type.startswith("Optional[") else "")) from None
-    choices = f.metadata.get("choices")
-    if choices and value not in choices:
-        raise ConfigError(f"{f.name}={text!r} is not one of {list(choices)}")
-    return value
-
-
-def _parse_int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        x = float(text)  # allows 1e6 for step counts
-        if not x.is_integer():
-            raise
-        return int(x)
 
 
 def parse_grid(specs: Sequence[str]) -> List[Tuple[str, list]]:
@@ -175,7 +122,7 @@ def add_parsers(sub) -> None:
 
 
 def _common(p, add_runner_args) -> None:
-    p.add_argument("--preset", default="default", choices=sorted(PRESETS), help="starting configuration")
+    add_preset_args(p, default="default")
     p.add_argument("--seeds", nargs="+", type=int, default=[1], metavar="SEED", help="seeds (default: 1)")
     p.add_argument("--dry-run", action="store_true", help="list the jobs and exit")
     p.add_argument("--no-report", action="store_true", help="skip the tables and plots after the runs")
@@ -190,7 +137,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     grid = parse_grid(args.grid)
     overrides = _overrides(args)
     out_dir = overrides.pop("out_dir", Config.out_dir)
-    jobs = expand_grid(args.preset, overrides, grid, args.seeds)
+    jobs = expand_grid(preset_of(args), overrides, grid, args.seeds)
     by = [k for k, _ in grid if not (k == "env_id" and len(grid) > 1)]
     heatmap = by if len(by) == 2 else None
     return _run_and_report(args, jobs, out_dir, "sweep", by, heatmap)
@@ -256,22 +203,22 @@ def command_line(args: argparse.Namespace) -> List[str]:
     command line when ``cli.main(argv)`` is called from Python.
     """
     cmd, positional = ["ppo-control", args.command], []
-    for key, value in vars(args).items():
-        opt, is_field = "--" + key.replace("_", "-"), key in FIELDS  # fields appear only when given
-        if key in ("command", "func") or (not is_field and (value is None or value is False)):
+    given = dict(vars(args))
+    if given.get("config"):  # --config replaces --preset (whose default is spelled out otherwise)
+        given["preset"] = None
+    for key, value in given.items():
+        if key in FIELDS and key != "preset":  # fields appear only when given
+            cmd += option_args(key, value)
+        elif key in ("command", "func") or value is None or value is False:
             continue
-        if key == "run_dirs":
+        elif key == "run_dirs":
             positional = list(value)
-        elif value is None:
-            cmd += [opt, "none"]
-        elif isinstance(value, bool):
-            cmd.append(opt if value else "--no-" + key.replace("_", "-"))
         elif key == "grid":
-            cmd += [part for spec in value for part in (opt, spec)]
-        elif isinstance(value, tuple) and key in FIELDS:
-            cmd += [opt, ",".join(map(str, value))]
+            cmd += [part for spec in value for part in (flag(key), spec)]
+        elif value is True:
+            cmd.append(flag(key))
         elif isinstance(value, (list, tuple)):
-            cmd += [opt, *map(str, value)]
+            cmd += [flag(key), *map(str, value)]
         else:
-            cmd += [opt, str(value)]
+            cmd += [flag(key), str(value)]
     return cmd + positional

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from ..config import OUTPUT_ONLY_FIELDS, Config, make_config
+from ..values import option_args
 
 _STATE_ORDER = {"COMPLETE": 0, "PRUNED": 1, "RUNNING": 2, "WAITING": 3, "FAIL": 4}
 
@@ -54,19 +55,8 @@ def train_command(cfg: Config) -> List[str]:
     cmd += ["--algo", cfg.algo] if cfg.algo != Config.algo else []
     for k in FIELDS:
         if k in changes:
-            cmd += _option(k, changes[k], FIELDS[k].type)
+            cmd += option_args(k, changes[k])
     return cmd + ["--seed", str(cfg.seed)]
-
-
-def _option(name: str, value, ftype: str) -> List[str]:
-    opt = "--" + name.replace("_", "-")
-    if isinstance(value, bool):
-        return [opt if value else "--no-" + name.replace("_", "-")]
-    if value is None:
-        return [opt, "none"]
-    if isinstance(value, tuple):
-        return [opt, *map(str, value)] if ftype == "Tuple[str, ...]" else [opt, ",".join(map(str, value))]
-    return [opt, repr(value) if isinstance(value, float) else str(value)]
 
 
 def cell(v, digits: str = ".4g") -> str:
