@@ -155,6 +155,20 @@ def type_error(f: dataclasses.Field, value) -> Optional[str]:
     return None
 
 
+def env_kwarg(item: str):
+    """``"key=value"`` -> ``(key, value)`` with value a Python literal (number, True/False/None) or a string."""
+    import ast
+    key, sep, text = str(item).partition("=")
+    key = key.strip()
+    if not sep or not key.isidentifier():
+        raise ConfigError(f"env_kwargs item {item!r} is not key=value with a Python identifier as key, "
+                          f"e.g. include_cfrc_ext_in_observation=False")
+    try:
+        return key, ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError):
+        return key, text.strip()
+
+
 def flag(name: str) -> str:
     """``lr_floor`` -> ``--lr-floor``."""
     return "--" + name.replace("_", "-")

@@ -19,7 +19,7 @@ from ppo_control.config import Config, ConfigError, make_config
     (dict(hidden_sizes=(64, 0)), "hidden_sizes"),
     (dict(env_threads=-1), "env_threads must be >= 0"),
     (dict(eval_interval=-5), "eval_interval must be >= 0"),
-    (dict(eval_interval_episodes=0), "eval_interval_episodes >= 1"),
+    (dict(eval_interval_episodes=0), "eval_interval_episodes must be >= 1"),
 ])
 def test_invalid_configs_say_what_to_change(kw, msg):
     with pytest.raises(ConfigError, match=msg):
