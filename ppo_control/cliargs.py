@@ -39,8 +39,24 @@ PPO_ONLY = frozenset({"num_steps", "gae_lambda", "norm_adv", "vf_coef", "clip_vl
 _METAVARS = {"int": "N", "float": "X", "str": "NAME", "Tuple[int, ...]": "SIZES"}
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """``--[no-]norm-obs`` for a boolean option, and help beside options up to 30 characters long."""
+
+    def __init__(self, prog, **kw):
+        super().__init__(prog, max_help_position=32, **kw)
+
+    def _format_action_invocation(self, action):
+        if isinstance(action, argparse.BooleanOptionalAction):
+            return "--[no-]" + action.option_strings[0][2:]
+        return super()._format_action_invocation(action)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse with usage errors as one line (``prog: error: ...; see --help``), exit code 2."""
+
+    def __init__(self, *args, **kw):
+        kw.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kw)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message}; see {self.prog} --help\n")
@@ -88,7 +104,7 @@ def add_config_args(p: argparse.ArgumentParser, skip=("preset",)) -> None:
 def _add_field(g, f: dataclasses.Field, default) -> None:
     kind, _ = kind_of(f)
     shown = ",".join(map(str, default)) if isinstance(default, tuple) else "none" if default is None else default
-    helptext = f.metadata["help"] + ("" if shown == "" else f" [{shown}]")
+    helptext = f.metadata["help"].removeprefix("GRPO: ") + ("" if shown == "" else f" [{shown}]")
     kw = dict(dest=f.name, default=argparse.SUPPRESS, help=helptext.replace("%", "%%"))
     if kind == "bool":
         g.add_argument(flag(f.name), action=argparse.BooleanOptionalAction, **kw)
