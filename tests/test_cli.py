@@ -146,3 +146,16 @@ def test_a_missing_config_file_and_preset_with_config(tmp_path, capsys):
     assert rc == 2 and "nope.toml: no such config file" in err
     rc, _, err = run(capsys, "train", "--preset", "fast", "--config", tmp_path / "x.toml")
     assert rc == 2 and "not allowed with argument --preset" in err
+
+
+def test_plot_refuses_a_curve_no_run_logged(tmp_path, capsys):
+    from rundirs import write_run
+    write_run(tmp_path / "runs", "a", [1.0, 2.0])
+    write_run(tmp_path / "runs", "b", [1.5, 2.5], seed=2)
+    out = tmp_path / "p.png"
+    rc, _, err = run(capsys, "plot", tmp_path / "runs", "--curve", "eval/return", "--out", out)
+    assert rc == 2 and err == ("ppo-control: error: none of the 2 runs logged eval/return (runs trained with "
+                               "--eval-interval N log it); nothing plotted\n")
+    assert not out.exists()
+    rc, _, _ = run(capsys, "plot", tmp_path / "runs", "--out", out)  # training episodes: plotted
+    assert rc == 0 and out.exists()

@@ -119,7 +119,7 @@ def test_curve_labels_name_only_the_fields_that_differ_between_curves(sweep_dir,
     seen.clear()
     write_report([r for r in runs if r.config["gae_lambda"] == 0.9], ["ent_coef", "gae_lambda"], tmp_path / "o.png")
     assert list(seen) == ["ent_coef=0, gae_lambda=0.9"]  # one curve: nothing to tell apart, all fields named
-    assert plotting.varying_fields(["a", "b"], [(1, 2), (1, 3)]) == (["b"], [(2,), (3,)])
+    assert plotting.label_fields(["a", "b"], [(1, 2), (1, 3)]) == (["b"], [(2,), (3,)])
 
 
 def test_plot_command_writes_curves_tables_and_heatmap(sweep_dir, tmp_path, capsys):

@@ -198,7 +198,7 @@ def save_figure(fig: Figure, out, provenance: Optional[dict] = None) -> Path:
     return out
 
 
-def varying_fields(by: Sequence[str], keys: Sequence[tuple]):
+def label_fields(by: Sequence[str], keys: Sequence[tuple]):
     """The group-by fields whose value differs between the groups ``keys`` (one tuple per group, in
     ``by``'s order), and the keys cut down to them: a curve's label names only what tells it from the
     others (the tables keep every field).  With a single group every field is kept."""
@@ -225,7 +225,7 @@ def write_report(runs: Sequence[Run], by: Sequence[str], out, x: str = "steps",
 
     def labelled(members: Sequence[Run], default: str) -> Dict[str, List[Run]]:
         groups = group_runs(members, by)
-        fields, keys = varying_fields(by, list(groups))
+        fields, keys = label_fields(by, list(groups))
         return {group_label(fields, k) if fields else default: v for k, v in zip(keys, groups.values())}
 
     if split:

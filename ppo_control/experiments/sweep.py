@@ -161,9 +161,12 @@ def _run_and_report(args, jobs: List[Job], out_dir: str, name: str, by: List[str
 
 def _cmd_plot(args: argparse.Namespace) -> int:
     from .aggregate import find_run_dirs, load_run, varying_fields
-    runs = [load_run(d) for d in find_run_dirs(args.run_dirs)]
+    runs = [load_run(d, args.curve) for d in find_run_dirs(args.run_dirs)]
     if not runs:
         raise ConfigError(f"no run directories (folders with config.json) under {args.run_dirs}")
+    if not any(len(r.returns) for r in runs):  # an empty figure would look like a plotting bug
+        hint = " (runs trained with --eval-interval N log it)" if args.curve == "eval/return" else ""
+        raise ConfigError(f"none of the {len(runs)} runs logged {args.curve}{hint}; nothing plotted")
     by = args.group_by if args.group_by is not None else [f for f in varying_fields(runs) if f != "env_id"]
     seeds = sorted({r.config.get("seed") for r in runs})
     heatmap = [field_name(f) for f in args.heatmap] if args.heatmap else None
