@@ -78,11 +78,13 @@ def evaluate(policy: Policy, env_id: str, episodes: int = 10, seed: int = 10_000
     """Run ``episodes`` full episodes; returns mean/std/min/max return and the per-episode lists.
 
     ``video_path`` records the first episode (needs a working MuJoCo renderer, e.g.
-    ``MUJOCO_GL=egl`` or ``osmesa``; .mp4 needs imageio-ffmpeg, .gif works with pillow).
+    ``MUJOCO_GL=egl`` or ``osmesa``; .mp4 is encoded by imageio-ffmpeg's own ffmpeg, .gif by pillow).
     On the env the policy was trained on, the run's ``env_kwargs`` apply here too.
     """
     if episodes < 1:
         raise ConfigError(f"episodes must be >= 1 (got {episodes})")
+    if video_path:
+        video_writer(video_path)  # refuse before the episodes run, not after
     env = _make_eval_env(policy, env_id, video_path)
     frames, returns, lengths = [], [], []
     try:
@@ -99,13 +101,31 @@ def evaluate(policy: Policy, env_id: str, episodes: int = 10, seed: int = 10_000
     finally:
         env.close()
     if video_path:
-        import imageio
-        Path(video_path).parent.mkdir(parents=True, exist_ok=True)
-        imageio.mimsave(video_path, frames, fps=int(env.metadata.get("render_fps", 30)))
+        write_video(video_path, frames, int(env.metadata.get("render_fps", 30)))
     r = np.asarray(returns)
     return {"episodes": episodes, "mean_return": float(r.mean()), "std_return": float(r.std()),
             "min_return": float(r.min()), "max_return": float(r.max()), "returns": returns,
             "lengths": lengths, "deterministic": deterministic, "seed": seed}
+
+
+def video_writer(path: str):
+    """The imageio module that writes ``path``; one line naming .gif when .mp4 has no encoder."""
+    import imageio
+    if str(path).lower().endswith(".mp4"):
+        try:
+            import imageio_ffmpeg  # noqa: F401 (ships its own ffmpeg binary)
+        except ImportError:
+            raise ConfigError(f"{path}: writing .mp4 needs imageio-ffmpeg (pip install imageio-ffmpeg); "
+                              f"or give a .gif path") from None
+    return imageio
+
+
+def write_video(path: str, frames, fps: int) -> Path:
+    """``frames`` ([H, W, 3] uint8 each) to ``path``, .mp4 (H.264) or .gif."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    video_writer(path).mimsave(path, list(frames), fps=fps)
+    return path
 
 
 def _make_eval_env(policy: Policy, env_id: str, video_path: Optional[str]):
