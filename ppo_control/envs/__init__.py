@@ -14,7 +14,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from . import models
 from .snapshot import SnapshotEnv, SnapshotError
+
+models.install()  # each MuJoCo model compiled once per process, its warnings printed once
 
 __all__ = ["EnvError", "SnapshotError", "VecEnv", "check_env_id", "make_vec_env"]
 
