@@ -11,7 +11,7 @@ import argparse
 import dataclasses
 
 from . import presets
-from .config import Config, ConfigError
+from .config import Config, ConfigError, make_config
 from .values import FIELDS, flag, kind_of, parse_text
 
 # the --help sections, in the order a reader looks for them; every Config field but ``preset`` is in one
@@ -93,7 +93,7 @@ def preset_of(ns: argparse.Namespace) -> str:
 
 def add_config_args(p: argparse.ArgumentParser, skip=("preset",)) -> None:
     """One ``--kebab-name`` option per Config field, in GROUPS; unset options keep the preset's value."""
-    default = presets.make_config("default")
+    default = make_config("default")
     for title, names in GROUPS.items():
         g = p.add_argument_group(title)
         for name in names:
@@ -124,7 +124,7 @@ def config_from_args(ns: argparse.Namespace, skip=()) -> Config:
     """The preset (or ``--config`` file) with every Config option given on the command line (except ``skip``)."""
     names = set(FIELDS) - {"preset"} - set(skip)
     overrides = {k: v for k, v in vars(ns).items() if k in names}
-    return presets.make_config(preset_of(ns), **overrides)
+    return make_config(preset_of(ns), **overrides)
 
 
 def fields_for(algo: str):

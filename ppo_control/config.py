@@ -6,6 +6,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
+from . import presets
+from .presets import GRPO_EVAL_INTERVAL, PRESETS, applied_env_overrides, long_run_warning  # noqa: F401
+from .values import ConfigError, env_kwarg, field_name, register_schema, type_error
+
 
 # Fields that change where/how a run is written, never what it learns: two runs that differ
 # only in these are the same setting (grouping in aggregation, conflict checks in the runner).
@@ -17,10 +21,6 @@ OUTPUT_ONLY_FIELDS = frozenset({"out_dir", "run_name", "progress", "tensorboard"
 # logged, never its state. Any other option given with --resume is refused by name.
 RESUMABLE_FIELDS = frozenset({"total_steps", "progress", "tensorboard", "checkpoint_every", "eval_episodes",
                               "device", "torch_threads", "env_threads", "stop_on_divergence", "compile"})
-
-
-class ConfigError(ValueError):
-    """A configuration value or combination that cannot run."""
 
 
 def _f(default, help: str, **kw):
@@ -131,7 +131,6 @@ class Config:
     @property
     def env_kwargs_dict(self) -> dict:
         """``env_kwargs`` as the dict handed to ``gymnasium.make``."""
-        from .values import env_kwarg
         return dict(map(env_kwarg, self.env_kwargs))
 
     @property
@@ -166,7 +165,6 @@ class Config:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Config":
-        from .values import field_name
         for name in d:
             field_name(name)  # an unknown field is named with the closest valid one
         return cls(**d)  # lists become tuples in __post_init__
@@ -200,7 +198,6 @@ def _need(cond: bool, msg: str):
 def _validate(c: Config):
     # every value of its declared type and every float finite: a NaN, inf or a string from a file or the
     # Python API stops here with the field's name, not deep inside training
-    from .values import type_error  # values.py reads this schema, so it is imported once Config exists
     for f in dataclasses.fields(c):
         v, choices = getattr(c, f.name), f.metadata.get("choices")
         _need(not (msg := type_error(f, v)), msg)
@@ -247,12 +244,11 @@ def _validate(c: Config):
 ALGORITHM_CHECKS: dict = {}
 
 
-GRPO_EVAL_INTERVAL = 50_000  # make_config's eval_interval for GRPO on a PPO preset when none is given
+
+register_schema(Config)
 
 
-def __getattr__(name):
-    # presets are data files read by ppo_control.presets; these names stay importable from here
-    if name in ("make_config", "applied_env_overrides", "long_run_warning", "PRESETS"):
-        from . import presets
-        return getattr(presets, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def make_config(preset: str = "default", **overrides) -> Config:
+    """A Config from a preset (a built-in name or a TOML file, see ``presets``), its task row for ``env_id``,
+    then ``overrides``."""
+    return Config(**presets.resolved(preset, overrides))

@@ -3,7 +3,8 @@ file values (TOML, JSON) to the field's Python value, the type check validation 
 renderer from a value back to command-line options.
 
 A field's kind comes from its annotation (``int``, ``Optional[float]``, ``Tuple[int, ...]``, ...); every
-caller goes through ``kind_of``, so a new field type is one entry in ``KINDS``.
+caller goes through ``kind_of``, so a new field type is one entry in ``KINDS``. This module sits below the
+schema: config.py imports it and registers ``Config``'s fields in ``FIELDS``.
 """
 from __future__ import annotations
 
@@ -13,9 +14,19 @@ import math
 import numbers
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
-from .config import Config, ConfigError
 
-FIELDS: Dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(Config)}
+
+class ConfigError(ValueError):
+    """A configuration value or combination that cannot run."""
+
+
+FIELDS: Dict[str, dataclasses.Field] = {}  # the schema's fields by name, registered by config.py
+
+
+def register_schema(schema) -> None:
+    """Make ``schema``'s dataclass fields the ones every name below refers to (config.py calls it)."""
+    FIELDS.clear()
+    FIELDS.update({f.name: f for f in dataclasses.fields(schema)})
 NONE_WORDS = ("none", "null", "off")
 _BOOLS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from ppo_control import presets
-from ppo_control.config import Config, ConfigError, make_config
+from ppo_control.config import ConfigError, make_config
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "preset_golden.json").read_text())
 

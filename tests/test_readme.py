@@ -58,6 +58,7 @@ def pending(words: list) -> bool:
 
 
 @pytest.mark.parametrize("index", range(len(blocks(README, "python"))))
+@pytest.mark.slow
 def test_readme_python_block_runs(tmp_path, index):
     code = shrink(blocks(README, "python")[index])
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600)

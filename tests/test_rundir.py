@@ -130,6 +130,7 @@ def test_read_only_out_dir(capsys, tmp_path):
         ro.chmod(0o700)
 
 
+@pytest.mark.slow
 def test_paths_with_spaces_work(tmp_path, capsys):
     out = tmp_path / "my runs"
     assert main(cli_tiny(out, "--run-name", "a run")) == 0
@@ -163,6 +164,7 @@ def _wait_for_lock(path: Path, pid: int, proc, timeout=120.0) -> None:
     raise AssertionError("the first writer never took the lock")
 
 
+@pytest.mark.slow
 def test_two_processes_on_one_run_name(tmp_path):
     """Two real `train` processes, same --run-name: the second stops at once, naming the first."""
     # --compile off: this test is about the run-name lock; a stop during the first torch.compile has its own
@@ -193,6 +195,7 @@ def test_two_processes_on_one_run_name(tmp_path):
 
 @pytest.mark.skipif(not any(shutil.which(c) for c in ("g++", "c++", "clang++")),
                     reason="inductor needs a C++ compiler for the CPU compile this test stops")
+@pytest.mark.slow
 def test_a_stop_during_the_first_compile_exits_at_once_with_a_checkpoint(tmp_path):
     """SIGTERM while the first torch.compile runs (cold cache: 15-40 s on 2 cores): exit 130 within 30 s
     with the checkpoint saved. Eleven such stops here exited in 0.2-2.6 s; a CI run once waited 120 s."""

@@ -66,6 +66,7 @@ def test_default_workers_fill_cores_without_oversubscribing(monkeypatch):
     assert default_workers([tiny(num_envs=16, vectorization="async")]) == 1
 
 
+@pytest.mark.slow
 def test_skip_resume_and_failure_on_real_runs(tmp_path, monkeypatch):
     train(tiny(out_dir=str(tmp_path), run_name="done"))
     # interrupt "cut" in iteration 3: train saves the state after iteration 2 and re-raises
@@ -100,6 +101,7 @@ def test_skip_resume_and_failure_on_real_runs(tmp_path, monkeypatch):
     assert job_action(cfg) == ("skip", None)
 
 
+@pytest.mark.slow
 def test_jobs_run_the_runners_code_not_a_checkout_in_the_current_directory(tmp_path):
     """Another checkout of ppo_control in the working directory (say, the main tree while the runner runs a
     pinned worktree through PYTHONPATH) must not be the code the jobs train with."""
@@ -173,6 +175,7 @@ def _kill_group(pgid) -> None:
 
 
 @pytest.mark.parametrize("sigint", ["default_int_handler", "SIG_IGN"])  # a terminal; a shell's `cmd &`
+@pytest.mark.slow
 def test_ctrl_c_on_the_runner_leaves_a_resumable_checkpoint(tmp_path, sigint):
     proc, out = _start_long_runner(tmp_path, sigint)
     try:
@@ -188,6 +191,7 @@ def test_ctrl_c_on_the_runner_leaves_a_resumable_checkpoint(tmp_path, sigint):
     assert job_action(cfg) == ("resume", None)
 
 
+@pytest.mark.slow
 def test_sigterm_to_the_runner_and_its_whole_group_saves_once_and_leaves_no_process(tmp_path):
     """What GNU ``timeout`` and ``kill -- -PGID`` do: SIGTERM to the runner, then to every process of
     its group (so the runner sees two, the job one plus the runner's forwarded SIGINT). The job's
@@ -216,6 +220,7 @@ def test_ray_backend_without_ray_says_how_to_install(tmp_path, monkeypatch):
         run_jobs([("a", tiny())], tmp_path, backend="ray", echo=lambda s: None)
 
 
+@pytest.mark.slow
 def test_ray_backend_on_a_local_cluster(tmp_path):
     ray = pytest.importorskip("ray")
     try:

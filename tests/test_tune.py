@@ -104,6 +104,7 @@ def test_objective_from_a_runs_metrics(tmp_path):
 
 # Studies ------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_study_runs_resumes_and_reports_the_best_as_a_train_command(tmp_path):
     storage, runs = f"sqlite:///{tmp_path}/study.db", tmp_path / "runs"
     kw = dict(space=SPACE, fixed=TINY, seeds=[1, 2], out_dir=runs, workers=1, pruner="none", echo=quiet)
@@ -139,6 +140,7 @@ def test_study_runs_resumes_and_reports_the_best_as_a_train_command(tmp_path):
     assert (tmp_path / "tiny.csv").read_text().count("complete") == 3
 
 
+@pytest.mark.slow
 def test_pruned_trial_stops_its_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(tune, "POLL_S", 0.2)
     long = {**TINY, "total_steps": 200_000}

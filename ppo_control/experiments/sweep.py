@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import List, Sequence, Tuple
 
 from ..cliargs import add_config_args, add_preset_args, preset_of
-from ..config import Config, ConfigError
-from ..presets import make_config
+from ..config import Config, ConfigError, make_config
 from ..values import FIELDS, field_name, flag, option_args
 from ..values import parse_text as parse_value  # noqa: F401 (the grid's values: text typed by field)
 from .aggregate import format_value

@@ -24,14 +24,14 @@ import sys
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-from ..config import GRPO_EVAL_INTERVAL, Config, ConfigError
-from ..values import file_value
+from ..values import FIELDS, ConfigError, file_value
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+GRPO_EVAL_INTERVAL = 50_000  # eval_interval of GRPO on a PPO preset when none is given
 PRESET_DIR = Path(__file__).resolve().parent
 NAMES: Tuple[str, ...] = tuple(sorted(p.stem for p in PRESET_DIR.glob("*.toml")))
 _PRESET_KEYS, _ROW_KEYS, _LONG_RUN_KEYS = {"description", "base", "source", "settings"}, {"source", "long_run"}, \
@@ -152,11 +152,16 @@ def resolve(preset: str, env_id: str) -> List[Tuple[str, object, str]]:
     return [(k, v, origin) for k, (v, origin) in values.items()]
 
 
-def make_config(preset: str = "default", **overrides) -> Config:
-    """A Config from a preset (a built-in name or a TOML file), its task row for ``env_id``, then ``overrides``."""
-    env_id = overrides.get("env_id", Config.env_id)
+def _default(name: str):
+    return FIELDS[name].default
+
+
+def resolved(preset: str, overrides: dict) -> dict:
+    """The Config fields of a preset (a built-in name or a TOML file) and its task row for ``env_id``, then
+    ``overrides`` (``config.make_config`` builds the Config from them)."""
+    env_id = overrides.get("env_id", _default("env_id"))
     values = {k: v for k, v, _ in resolve(preset, env_id)}
-    preset_algo = values.get("algo", Config.algo)
+    preset_algo = values.get("algo", _default("algo"))
     if preset_algo == "grpo" and overrides.get("algo", "grpo") != "grpo":
         ppo_presets = sorted(n for n in NAMES if dict((k, v) for k, v, _ in resolve(n, "")).get("algo") != "grpo")
         raise ConfigError(f"preset {preset!r} holds GRPO's settings; with --algo {overrides['algo']} choose "
@@ -164,29 +169,29 @@ def make_config(preset: str = "default", **overrides) -> Config:
     ppo_preset_as_grpo = overrides.get("algo") == "grpo" and preset_algo != "grpo"
     if ppo_preset_as_grpo and "num_envs" not in overrides:
         # GRPO needs whole groups: one group per round unless told otherwise
-        values["num_envs"] = overrides.get("group_size", Config.group_size)
+        values["num_envs"] = overrides.get("group_size", _default("group_size"))
     if ppo_preset_as_grpo and "eval_interval" not in overrides:
         # short-horizon GRPO trains on no whole episode, so its only return curve is this evaluation
         values["eval_interval"] = GRPO_EVAL_INTERVAL
     values.update(overrides)
     values["preset"] = preset
-    return Config(**values)
+    return values
 
 
-def _row_of(cfg: Config) -> Optional[Row]:
+def _row_of(cfg) -> Optional[Row]:
     try:
         return load(cfg.preset).tasks.get(cfg.env_id)
     except ConfigError:  # a run made from a user's file that is no longer there
         return None
 
 
-def applied_env_overrides(cfg: Config) -> dict:
+def applied_env_overrides(cfg) -> dict:
     """The task row of ``cfg.preset`` for ``cfg.env_id`` that ``cfg`` carries (fields not overridden)."""
     row = _row_of(cfg)
     return {k: v for k, v in (row.settings if row else {}).items() if getattr(cfg, k) == v}
 
 
-def long_run_warning(cfg: Config) -> Optional[str]:
+def long_run_warning(cfg) -> Optional[str]:
     """A warning for a task row whose lr schedule is measured to fail past its ``long_run.after_steps``, when
     ``cfg`` runs longer than that on the preset's own schedule (None otherwise, or once the user set one)."""
     row = _row_of(cfg)
