@@ -145,7 +145,7 @@ def _cmd_presets(args: argparse.Namespace) -> int:
         return 0
     p = presets.load(args.name)
     env_id = args.env_id or Config.env_id
-    print(f"{p.name}: {p.description}" + (f" (base: {p.base})" if p.base else ""))
+    print(p.name + (f": {p.description}" if p.description else "") + (f" (base: {p.base})" if p.base else ""))
     if p.source:
         print(f"  source: {p.source}")
     rows = presets.resolve(args.name, env_id)

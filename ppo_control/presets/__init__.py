@@ -86,7 +86,8 @@ def _read(name: str, path: Path) -> Preset:
 
 
 def _parse(name: str, data: dict) -> Preset:
-    if "preset" not in data and "tasks" not in data:  # a flat file of fields
+    flat = "preset" not in data and "tasks" not in data  # a flat file of fields
+    if flat:
         data = {"preset": {"settings": data}}
     head = data.get("preset", {})
     _no_extra(set(data) - {"preset", "tasks"}, "top-level table", "[preset] and [tasks.\"ENV_ID\"]")
@@ -96,18 +97,19 @@ def _parse(name: str, data: dict) -> Preset:
         raise ConfigError(f"base = {base!r}: name another preset, one of {list(NAMES)}")
     tasks = {env_id: _row(env_id, row) for env_id, row in data.get("tasks", {}).items()}
     return Preset(name, str(head.get("description", "")), base, str(head.get("source", "")),
-                  _settings(head.get("settings", {}), "[preset.settings]"), tasks)
+                  _settings(head.get("settings", {}), "" if flat else "[preset.settings] "), tasks)
 
 
 def _row(env_id: str, row: dict) -> Row:
-    where = f'[tasks."{env_id}"]'
+    table = f'tasks."{env_id}"'
+    where = f"[{table}] "
     if not isinstance(row, dict):
-        raise ConfigError(f"{where} must be a table of fields")
+        raise ConfigError(f"{where}must be a table of fields")
     long_run = row.get("long_run")
     if long_run is not None:
-        _no_extra(set(long_run) - _LONG_RUN_KEYS, f"{where}.long_run key", "after_steps, why")
+        _no_extra(set(long_run) - _LONG_RUN_KEYS, f"[{table}.long_run] key", "after_steps, why")
         if not isinstance(long_run.get("after_steps"), int) or not isinstance(long_run.get("why"), str):
-            raise ConfigError(f"{where}.long_run needs after_steps (an int) and why (a string)")
+            raise ConfigError(f"[{table}.long_run] needs after_steps (an int) and why (a string)")
         long_run = (long_run["after_steps"], long_run["why"])
     settings = {k: v for k, v in row.items() if k not in _ROW_KEYS}
     return Row(_settings(settings, where), str(row.get("source", "")), long_run)
@@ -119,9 +121,9 @@ def _settings(table: dict, where: str) -> dict:
         try:
             out[key] = file_value(key, value)
         except ConfigError as e:
-            raise ConfigError(f"{where} {e}") from None
+            raise ConfigError(f"{where}{e}") from None
     for key in set(out) & {"preset", "env_id"}:
-        raise ConfigError(f"{where} {key}: a preset cannot set {key} (give it on the command line)")
+        raise ConfigError(f"{where}{key}: a preset cannot set {key} (give it on the command line)")
     return out
 
 
