@@ -1,6 +1,7 @@
 """benchmarks/studies/grpo_std_gradient.py: the near-a-fall mask by hand, and the sign of its log-std measurement."""
 from types import SimpleNamespace
 
+import pytest
 import torch
 
 from ppo_control.config import make_config
@@ -45,6 +46,7 @@ def _data(policy, adv_of_z, B=256, seed=0):
             "weights": torch.full((B,), 1.0 / B), "ref_logprobs": logp.clone(), "values": None, "returns": None}
 
 
+@pytest.mark.slow
 def test_log_std_shift_follows_what_the_advantages_reward_and_leaves_the_state_alone():
     m = _module()
     ts = _state()

@@ -222,6 +222,7 @@ def test_a_stop_during_the_first_compile_exits_at_once_with_a_checkpoint(tmp_pat
     assert took < 30
 
 
+@pytest.mark.slow
 def test_resume_of_a_run_in_use_is_refused_and_changes_nothing(capsys, run):
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom ppo_control.rundir import open_run_dir\n"
                                "open_run_dir(sys.argv[1]); print('locked', flush=True); time.sleep(120)", str(run)],
