@@ -87,8 +87,12 @@ def add_preset_args(p: argparse.ArgumentParser, default=None) -> None:
 
 
 def preset_of(ns: argparse.Namespace) -> str:
-    """The preset name or config file the parsed options start from."""
-    return getattr(ns, "config", None) or getattr(ns, "preset", None) or "default"
+    """The preset name or config file the parsed options start from (``--config x`` is a path, even without
+    a .toml ending or a folder)."""
+    config = getattr(ns, "config", None)
+    if config and not presets.is_file(config):
+        config = "./" + config
+    return config or getattr(ns, "preset", None) or "default"
 
 
 def add_config_args(p: argparse.ArgumentParser, skip=("preset",)) -> None:

@@ -103,6 +103,19 @@ def test_config_file_with_a_base_and_a_task_row(tmp_path, capsys):
     assert rc == 0 and json.loads(out)["config"]["num_envs"] == 64
 
 
+def test_a_file_can_build_on_a_file_beside_it(tmp_path, capsys, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    write(tmp_path / "sub", "num_envs = 8\nlr = 1e-3\n", "common.toml")
+    child = write(tmp_path / "sub", '[preset]\nbase = "common.toml"\n[preset.settings]\nlr = 2e-3\n', "child")
+    monkeypatch.chdir(tmp_path)  # the base is found beside the file, not in the working directory
+    rc, out, _ = run(capsys, "train", "--config", "sub/child", "--print-config")
+    cfg = json.loads(out)["config"]
+    assert rc == 0 and (cfg["num_envs"], cfg["lr"], cfg["preset"]) == (8, 2e-3, "sub/child")
+    monkeypatch.chdir(tmp_path / "sub")  # a bare name after --config is a file too
+    rc, out, _ = run(capsys, "train", "--config", "child", "--print-config")
+    assert rc == 0 and json.loads(out)["config"]["preset"] == "./child"
+
+
 def test_a_flat_config_file_starts_from_the_schema_defaults(tmp_path, capsys):
     path = write(tmp_path, "lr = 1e-3\nnum_envs = 8\ntotal_steps = 2e5\nnorm_reward = false\n")
     cfg = make_config(path)
@@ -133,6 +146,8 @@ def test_sweep_takes_a_config_file(tmp_path, capsys):
     ("[preset]\nbase = \"quick\"\n", "unknown preset 'quick'; choose one of"),
     ("[tasks.\"Hopper-v5\"]\nlong_run = {after_steps = 5}\n", "[tasks.\"Hopper-v5\".long_run] needs after_steps (an int) and why"),
     ("lr = 2.0\n", "lr must be in (0, 1]"),  # a valid type, an invalid value: the schema's own check
+    ("lr = 1e-3\n[preset]\nbase = \"fast\"\n", "lr at the top level: in a file with [preset] or [tasks] tables, "
+                                                  "fields go under [preset.settings]"),
 ])
 def test_bad_config_files_get_one_line_naming_the_fix(tmp_path, capsys, text, message):
     path = write(tmp_path, text)

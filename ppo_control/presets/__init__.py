@@ -90,7 +90,10 @@ def _parse(name: str, data: dict) -> Preset:
     if flat:
         data = {"preset": {"settings": data}}
     head = data.get("preset", {})
-    _no_extra(set(data) - {"preset", "tasks"}, "top-level table", "[preset] and [tasks.\"ENV_ID\"]")
+    for key in set(data) - {"preset", "tasks"}:
+        raise ConfigError(f"{key} at the top level: in a file with [preset] or [tasks] tables, fields go under "
+                          f"[preset.settings]" if key in FIELDS else f"unknown top-level table {key!r}; valid: "
+                          f"[preset], [preset.settings], [tasks.\"ENV_ID\"]")
     _no_extra(set(head) - _PRESET_KEYS, "[preset] key", ", ".join(sorted(_PRESET_KEYS)))
     base = head.get("base")
     if base is not None and (not isinstance(base, str) or base == name):
@@ -142,9 +145,12 @@ def resolve(preset: str, env_id: str) -> List[Tuple[str, object, str]]:
         seen.add(p.name)
         if p.base is None:
             break
-        if p.base in seen:
-            raise ConfigError(f"{preset}: base presets form a loop ({' -> '.join([*seen, p.base])})")
-        p = load(p.base)
+        base = p.base
+        if is_file(base) and is_file(p.name) and not Path(base).is_absolute():  # beside the file naming it
+            base = str(Path(p.name).parent / base)
+        if base in seen:
+            raise ConfigError(f"{preset}: base presets form a loop ({' -> '.join([*seen, base])})")
+        p = load(base)
     values: Dict[str, Tuple[object, str]] = {}
     for p in reversed(chain):
         origin = "preset" if p.name == preset else f"base {p.name}"
