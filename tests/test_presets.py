@@ -34,3 +34,23 @@ def test_the_golden_file_covers_every_preset_and_ten_tasks():
     assert {c.split("|")[0] for c in GOLDEN["cases"]} == set(presets.NAMES) == {"classic", "default", "fast",
                                                                                   "tuned", "grpo"}
     assert len(GOLDEN["cases"]) == 4 * 10 * 2 + 10 + 1  # PPO presets with and without --algo grpo, grpo, grpo+ppo
+
+
+def _toml(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, tuple):
+        return "[" + ", ".join(map(str, v)) + "]"
+    return f'"{v}"' if isinstance(v, str) else repr(v)
+
+
+AS_THEY_ARE = "the preset's settings as they are"
+
+
+def test_docs_list_every_task_row_with_its_settings_and_source():
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "presets.md").read_text()
+    for name in presets.NAMES:
+        for env_id, row in presets.load(name).tasks.items():
+            settings = ", ".join(f"`{k} = {_toml(v)}`" for k, v in row.settings.items()) or AS_THEY_ARE
+            line = f"- **{env_id}**: {settings}. Source: {row.source}"
+            assert line in docs.split(f"### {name}\n", 1)[1].split("\n### ")[0], (name, env_id)
