@@ -128,7 +128,7 @@ def _train(args: argparse.Namespace, command: List[str]) -> int:
         cfg = config_from_args(args)
         if args.print_config:
             d = cfg.to_dict()
-            print(json.dumps({"config": {k: d[k] for k in ["preset", *fields_for(cfg.algo)]},
+            print(json.dumps({"config": {k: d[k] for k in fields_for(cfg.algo)},
                               "env_overrides_applied": presets.applied_env_overrides(cfg)}, indent=2))
             return 0
         summary = train(cfg, command=command)
