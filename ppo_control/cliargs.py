@@ -12,7 +12,7 @@ import dataclasses
 
 from . import presets
 from .config import Config, ConfigError, make_config
-from .values import FIELDS, flag, kind_of, parse_text
+from .values import ALGORITHMS, FIELDS, flag, kind_of, parse_text
 
 # the --help sections, in the order a reader looks for them; every Config field but ``preset`` is in one
 GROUPS = {
@@ -32,10 +32,6 @@ GROUPS = {
     "logging and output": ("out_dir", "run_name", "checkpoint_every", "eval_episodes", "eval_interval",
                            "eval_interval_episodes", "progress", "tensorboard", "stop_on_divergence"),
 }
-GRPO_ONLY = frozenset(GROUPS["GRPO (with --algo grpo)"])
-# PPO's critic, rollout length and reward scaling: GRPO has no critic and scales no reward
-PPO_ONLY = frozenset({"num_steps", "gae_lambda", "norm_adv", "vf_coef", "clip_vloss", "adv_every_epoch",
-                      "value_norm", "critic_hidden_sizes", "norm_reward", "reward_clip"})
 _METAVARS = {"int": "N", "float": "X", "str": "NAME", "Tuple[int, ...]": "SIZES"}
 
 
@@ -133,5 +129,6 @@ def config_from_args(ns: argparse.Namespace, skip=()) -> Config:
 
 def fields_for(algo: str):
     """The Config fields that mean something for ``algo`` (``--print-config`` shows these)."""
-    hidden = PPO_ONLY if algo == "grpo" else GRPO_ONLY
+    own = getattr(ALGORITHMS.get(algo), "own_fields", frozenset())
+    hidden = set().union(*(cls.own_fields for cls in ALGORITHMS.values())) - own
     return [n for n in FIELDS if n not in hidden]

@@ -21,6 +21,9 @@ class ConfigError(ValueError):
 
 
 FIELDS: Dict[str, dataclasses.Field] = {}  # the schema's fields by name, registered by config.py
+# algo name -> its class (ppo_control.algorithms.register fills it): what presets and the command line ask of an
+# algorithm without importing the algorithms, which sit above this module
+ALGORITHMS: Dict[str, type] = {}
 
 
 def register_schema(schema) -> None:

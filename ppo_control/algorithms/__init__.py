@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Dict, List, Type
 
 from ..config import ALGORITHM_CHECKS, ConfigError
+from ..values import ALGORITHMS
 from .base import Algorithm, LossTerms
 
 _REGISTRY: Dict[str, Type[Algorithm]] = {}
@@ -22,11 +23,13 @@ def register(name: str, cls: Type[Algorithm]) -> None:
         raise TypeError(f"{cls!r} is not a subclass of ppo_control.algorithms.Algorithm")
     _REGISTRY[name] = cls
     ALGORITHM_CHECKS[name] = cls.check_config  # what Config validation calls for algo=name
+    ALGORITHMS[name] = cls  # what presets and --print-config ask of it
 
 
 def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
     ALGORITHM_CHECKS.pop(name, None)
+    ALGORITHMS.pop(name, None)
 
 
 def names() -> List[str]:

@@ -29,6 +29,15 @@ class Algorithm:
     needs_snapshots: ClassVar[bool] = False  # the envs must save/restore simulator states (checked at build)
     loss_terms: ClassVar[LossTerms] = LossTerms()
     compile_auto_off: ClassVar[str] = "off (this algorithm's update is not measured compiled)"
+    own_fields: ClassVar[frozenset] = frozenset()  # Config fields only this algorithm reads (--print-config
+    #                                                hides them for the others)
+    presets_serve_others: ClassVar[bool] = True    # a preset with algo = this one may train another algorithm
+
+    @classmethod
+    def from_other_preset(cls, values: dict, overrides: dict) -> dict:
+        """``values`` of a preset made for another algorithm, adjusted to run this one (``overrides``: what the
+        user set, which wins anyway)."""
+        return values
 
     @classmethod
     def check_config(cls, cfg) -> None:

@@ -19,6 +19,7 @@ from ``ts.np_rng``.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 from typing import NamedTuple, Optional
 
@@ -27,7 +28,7 @@ import torch
 
 from ..advantages import group_relative, within_group_share
 from ..checkpoint import load_module_state, to_arrays, to_tensors
-from ..config import _need
+from ..config import GRPO_EVAL_INTERVAL, Config, _need
 from ..rollout import FLAT_FIELDS, GroupRollout, clipped_share, collect_groups
 from ..update import update
 from .base import Algorithm, LossTerms
@@ -51,6 +52,18 @@ class GRPO(Algorithm):
     needs_snapshots = True
     loss_terms = LossTerms(kl_ref=True, weighted=True)
     compile_auto_off = "off for GRPO (its batch size changes every round; not measured compiled)"
+    own_fields = frozenset(f.name for f in dataclasses.fields(Config) if f.metadata["help"].startswith("GRPO"))
+    presets_serve_others = False  # a GRPO preset's 64 envs and short horizons mean nothing to PPO
+
+    @classmethod
+    def from_other_preset(cls, values: dict, overrides: dict) -> dict:
+        values = dict(values)
+        if "num_envs" not in overrides:  # whole groups: one group per round unless told otherwise
+            values["num_envs"] = overrides.get("group_size", Config.group_size)
+        if "eval_interval" not in overrides:
+            # short-horizon GRPO trains on no whole episode, so its only return curve is this evaluation
+            values["eval_interval"] = GRPO_EVAL_INTERVAL
+        return values
 
     def __init__(self, ref_policy, starts, state: Optional[GRPOState] = None):
         self.ref_policy = ref_policy    # frozen; refreshed every ref_update_every iterations

@@ -22,6 +22,9 @@ class PPO(Algorithm):
     """Clipped-surrogate PPO with a learned critic and GAE; carries nothing beyond the shared networks."""
 
     uses_critic = True
+    # the critic, the rollout length and reward scaling: GRPO has none of them
+    own_fields = frozenset({"num_steps", "gae_lambda", "norm_adv", "vf_coef", "clip_vloss", "adv_every_epoch",
+                            "value_norm", "critic_hidden_sizes", "norm_reward", "reward_clip"})
     loss_terms = LossTerms(value=True)
 
     @classmethod

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-from ..values import FIELDS, ConfigError, file_value
+from ..values import ALGORITHMS, FIELDS, ConfigError, file_value
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -160,6 +160,14 @@ def resolve(preset: str, env_id: str) -> List[Tuple[str, object, str]]:
     return [(k, v, origin) for k, (v, origin) in values.items()]
 
 
+def _algo_of(preset: str) -> str:
+    return dict((k, v) for k, v, _ in resolve(preset, "")).get("algo", _default("algo"))
+
+
+def _serves_others(algo: str) -> bool:
+    return getattr(ALGORITHMS.get(algo), "presets_serve_others", True)
+
+
 def _default(name: str):
     return FIELDS[name].default
 
@@ -170,17 +178,14 @@ def resolved(preset: str, overrides: dict) -> dict:
     env_id = overrides.get("env_id", _default("env_id"))
     values = {k: v for k, v, _ in resolve(preset, env_id)}
     preset_algo = values.get("algo", _default("algo"))
-    if preset_algo == "grpo" and overrides.get("algo", "grpo") != "grpo":
-        ppo_presets = sorted(n for n in NAMES if dict((k, v) for k, v, _ in resolve(n, "")).get("algo") != "grpo")
-        raise ConfigError(f"preset {preset!r} holds GRPO's settings; with --algo {overrides['algo']} choose "
-                          f"one of {ppo_presets}")
-    ppo_preset_as_grpo = overrides.get("algo") == "grpo" and preset_algo != "grpo"
-    if ppo_preset_as_grpo and "num_envs" not in overrides:
-        # GRPO needs whole groups: one group per round unless told otherwise
-        values["num_envs"] = overrides.get("group_size", _default("group_size"))
-    if ppo_preset_as_grpo and "eval_interval" not in overrides:
-        # short-horizon GRPO trains on no whole episode, so its only return curve is this evaluation
-        values["eval_interval"] = GRPO_EVAL_INTERVAL
+    algo = overrides.get("algo", preset_algo)
+    if algo != preset_algo:
+        if not _serves_others(preset_algo):
+            fits = sorted(n for n in NAMES if _algo_of(n) == algo or _serves_others(_algo_of(n)))
+            raise ConfigError(f"preset {preset!r} holds {preset_algo.upper()}'s settings; with --algo {algo} "
+                              f"choose one of {fits}")
+        if algo in ALGORITHMS:  # an unknown name is refused by Config validation, with the registered names
+            values = ALGORITHMS[algo].from_other_preset(values, overrides)
     values.update(overrides)
     values["preset"] = preset
     return values
