@@ -1,4 +1,4 @@
-"""Why does tuned PPO fall on Ant-v5 at 10M steps when its 1M runs end at ~1,530? (issue 12's Ant row)
+"""Why does tuned PPO fall on Ant-v5 at 10M steps when its 1M runs end at ~1,530?
 
     python -m benchmarks.studies.ppo_ant_10m_diag [--out results/grpo_10m/ant_ppo_diag.md]
 
@@ -11,7 +11,9 @@ the logged learning rate, policy std, approximate KL, clip fraction and training
 within 50k steps of the mark), plus the deterministic periodic evaluation nearest the mark. Within a preset the
 1M and 10M groups run the same settings; `anneal_lr` ties the linear decay to `total_steps`, so at 1M steps the 1M runs are at lr ~0 while the
 10M runs are still at 0.9 of the peak. The table shows what that does; the control group tests it (a group with
-no finished run yet is listed as missing, not dropped silently).
+no finished run yet is listed as missing, not dropped silently). Groups in IN_PROGRESS are read while their runs
+still train (a learning-rate schedule that does not depend on the run's length: lr_adapt_kl), each run up to the
+step it has reached, which the list of runs states.
 """
 from __future__ import annotations
 
@@ -29,15 +31,18 @@ GROUPS = {"1M runs (tuned_1m)": "results/runs/tuned_1m/Ant/Ant-v5__s*",
           "10M runs (grpo_10m/ppo_tuned)": "results/runs/grpo_10m/ppo_tuned/Ant-v5__s*",
           "10M control: lr_decay_steps=1M, lr_floor=0.1": "results/runs/grpo_10m/ppo_tuned/Ant-v5__lr_decay_steps=1000000__lr_floor=0.1__s*",
           "default preset, 1M runs (mujoco_suite)": "results/runs/mujoco_suite/ppo_default/Ant-v5__ppo__s*",
-          "default preset, 10M runs (grpo_10m/ppo_default)": "results/runs/grpo_10m/ppo_default/Ant-v5__s*"}
+          "default preset, 10M runs (grpo_10m/ppo_default)": "results/runs/grpo_10m/ppo_default/Ant-v5__s*",
+          "10M, KL-adaptive lr (lr_adapt_kl=0.01, no anneal)": "results/runs/ppo_horizon/Ant-v5__tuned_adaptkl__s*"}
+IN_PROGRESS = {"10M, KL-adaptive lr (lr_adapt_kl=0.01, no anneal)"}
 MARKS = [0.25e6, 0.5e6, 1e6, 2e6, 5e6, 10e6]
 KEYS = [("lr", "charts/learning_rate", "{:.5f}"), ("std", "policy/std_mean", "{:.3f}"),
         ("approx KL", "losses/approx_kl", "{:.3f}"), ("clip frac", "losses/clipfrac", "{:.2f}"),
         ("episode len", "charts/episodic_length", "{:.0f}")]
 
 
-def finished(pattern: str) -> list:
-    return sorted(d for d in Path(".").glob(pattern) if (d / "summary.json").exists())
+def finished(pattern: str, in_progress: bool = False) -> list:
+    return sorted(d for d in Path(".").glob(pattern) if (d / "summary.json").exists()
+                  or (in_progress and (d / "metrics.jsonl").exists()))
 
 
 def at(run: list, mark: float) -> dict | None:
@@ -64,7 +69,7 @@ def main() -> int:
              "|---|---:|---:|" + "---:|" * (len(KEYS) + 1)]
     seeds_all, made = [], []
     for label, pattern in GROUPS.items():
-        dirs = finished(pattern)
+        dirs = finished(pattern, label in IN_PROGRESS)
         if not dirs:
             print(f"no finished runs under {pattern}; the group is left out", file=sys.stderr)
             made.append(f"- {label}: no finished runs yet ({pattern})")
@@ -73,11 +78,14 @@ def main() -> int:
         runs = [r.rows for r in loaded]
         cfgs = [json.loads((d / "config.json").read_text()) for d in dirs]
         seeds_all += [c.get("config", {}).get("seed") for c in cfgs]
-        walls = [r.metric("wall_time") for r in loaded]
+        walls = [r.metric("wall_time") if r.status == "finished" else r.rows[-1]["wall_time"] for r in loaded]
         commits = sorted({(c.get("environment", {}).get("commit") or "?")[:7] for c in cfgs})
         cpus = sorted({c.get("environment", {}).get("cpu") or "?" for c in cfgs})
+        reached = [f"{d.name} at {r.rows[-1]['global_step'] / 1e6:.2f}M steps" for d, r in zip(dirs, loaded)
+                   if r.status != "finished"]
         made.append(f"- {label}: {len(dirs)} runs ({', '.join(d.name for d in dirs)}), made at commit(s) "
-                    f"{', '.join(commits)} on {', '.join(cpus)}, {np.median(walls) / 60:.0f} min median wall time each")
+                    f"{', '.join(commits)} on {', '.join(cpus)}, {np.median(walls) / 60:.0f} min median wall time each"
+                    + (f"; still training: {', '.join(reached)}" if reached else ""))
         div = [sum(1 for r in run if r.get("charts/diverging")) for run in runs]
         for mark in MARKS:
             pts = [x for x in (at(run, mark) for run in runs) if x is not None]
