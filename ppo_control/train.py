@@ -55,8 +55,8 @@ def train(cfg: Optional[Config] = None, resume: Optional[str] = None, changes: O
     command = list(sys.argv if command is None else command)
     if resume is not None:
         ts, run, record, st = _prepare_resume(resume, changes or {}, command)
-        if ts.algorithm.finished(ts):
-            return _already_finished(ts, run)
+        if ts.algorithm.finished(ts) and (run.path / "summary.json").exists():
+            return _already_finished(ts, run)  # (without a summary it stopped before its end: _run finishes it)
     else:
         if changes:
             raise ConfigError("changes apply to a resume only; put them in the Config of a new run")
@@ -120,11 +120,7 @@ def _already_finished(ts: TrainState, run: RunDir) -> dict:
     cfg, step = ts.cfg, ts.rollout.global_step
     print(f"ppo-control: {run.path} is finished ({step:,} steps, total_steps {cfg.total_steps:,}); extend it with "
           f"`ppo-control train --resume {run.path} --total-steps {2 * cfg.total_steps}`", file=sys.stderr)
-    path = run.path / "summary.json"
-    if path.exists():
-        return json.loads(path.read_text())
-    return {"run_dir": str(run.path), "env_id": cfg.env_id, "algo": cfg.algo, "seed": cfg.seed,
-            "global_step": step, "iterations": ts.iteration}
+    return json.loads((run.path / "summary.json").read_text())
 
 
 def lr_factor(cfg: Config, global_step: int) -> float:
