@@ -142,3 +142,25 @@ def test_several_envs_get_one_panel_each(tmp_path):
     assert [p.name for p in paths] == ["bench.md", "bench.csv", "bench.png"]
     assert_png(paths[-1], (600, 200))
     assert "| Hopper-v5 | 2 |" in paths[0].read_text() and "| Walker2d-v5 | 2 |" in paths[0].read_text()
+
+
+def test_plot_also_draws_diagnostics_panels_and_refuses_unlogged_ones(tmp_path, capsys):
+    root = tmp_path / "runs"
+    for seed in (1, 2):
+        d = make_run(root, f"s{seed}", [10.0 * k for k in range(1, 6)], seed=seed)
+        rows = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
+        with open(d / "metrics.jsonl", "w") as f:
+            for i, r in enumerate(rows):
+                f.write(json.dumps({**r, "policy/std_mean": 1.0 - 0.1 * i, "charts/learning_rate": 1e-3}) + "\n")
+    out = tmp_path / "ant.png"
+    assert main(["plot", str(root), "--also", "policy/std_mean", "charts/learning_rate", "--out", str(out)]) == 0
+    assert_png(out) and assert_png(tmp_path / "ant_diagnostics.png", (400, 400))
+    from ppo_control.experiments.plotting import with_curve
+    run = load_runs([root / "s1"])[0]
+    std = with_curve(run, "policy/std_mean")
+    assert std.curve_key == "policy/std_mean" and list(std.returns) == pytest.approx([1.0, 0.9, 0.8, 0.7, 0.6])
+    assert list(std.steps) == [1000, 2000, 3000, 4000, 5000]
+    capsys.readouterr()
+    assert main(["plot", str(root), "--also", "losses/approx_kl", "--out", str(tmp_path / "x.png")]) == 2
+    assert "none of the 2 runs logged losses/approx_kl" in capsys.readouterr().err
+    assert not (tmp_path / "x_diagnostics.png").exists()

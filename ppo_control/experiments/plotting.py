@@ -85,7 +85,8 @@ def draw_curves(ax, groups: Dict[str, List[Run]], x: str = "steps") -> None:
             ax.fill_between(grid / scale, lo, hi, color=color, alpha=0.2, lw=0)
     ax.set_xlabel({"steps": "environment steps", "time": "training wall time"}[x] + (f" ({unit})" if unit else ""))
     keys = {r.curve_key for rs in groups.values() for r in rs}
-    ax.set_ylabel("deterministic evaluation return" if keys == {"eval/return"} else "episodic return (training)")
+    names = {"eval/return": "deterministic evaluation return", "charts/episodic_return": "episodic return (training)"}
+    ax.set_ylabel(names.get(next(iter(keys)), next(iter(keys))) if len(keys) == 1 else "value")
     ax.grid(alpha=0.3)
 
 
@@ -242,3 +243,26 @@ def write_report(runs: Sequence[Run], by: Sequence[str], out, x: str = "steps",
             paths.append(plot_heatmap(members, row_field, col_field, stem.with_name(name), metric,
                                       f"{e}: {metric.replace('_', ' ')} (mean over seeds)", provenance))
     return paths
+
+
+def with_curve(run: Run, key: str) -> Run:
+    """``run`` with its curve following metrics column ``key`` (from the rows already read)."""
+    import dataclasses
+    rows = [r for r in run.rows if isinstance(r.get(key), (int, float)) and np.isfinite(r[key])]
+    return dataclasses.replace(run, steps=np.array([r["global_step"] for r in rows], dtype=float),
+                               wall=np.array([r["wall_time"] for r in rows], dtype=float),
+                               returns=np.array([r[key] for r in rows], dtype=float), curve_key=key)
+
+
+def diagnostics_figure(runs: Sequence[Run], by: Sequence[str], keys: Sequence[str], out, x: str = "steps",
+                       provenance: Optional[dict] = None) -> Path:
+    """``OUT_diagnostics.png``: one panel per metric in ``keys`` (the return first, then e.g. the policy std,
+    approx KL and learning rate), the same lines (groups by ``by``) in each."""
+    from .aggregate import group_label
+    panels = {}
+    for key in keys:
+        groups = group_runs([with_curve(r, key) for r in runs], by)
+        fields, labels = label_fields(by, list(groups))
+        panels[key] = {group_label(fields, k) if fields else "all runs": v for k, v in zip(labels, groups.values())}
+    out = Path(out)
+    return plot_panels(panels, out.with_name(out.stem + "_diagnostics.png"), x, provenance, cols=2)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import sys
 import time
 from pathlib import Path
 from typing import List, Sequence, Tuple
@@ -110,9 +111,13 @@ def add_parsers(sub) -> None:
     p.add_argument("--group-by", nargs="+", default=None, metavar="FIELD",
                    help="config fields that define a line (default: every field that differs between runs)")
     p.add_argument("--x", choices=X_AXES, default="steps", help="x axis: env steps or training wall time")
-    p.add_argument("--curve", choices=("charts/episodic_return", "eval/return"), default="charts/episodic_return",
-                   help="what the curves follow: training episodes, or the periodic deterministic evaluation "
-                        "(runs trained with --eval-interval)")
+    p.add_argument("--curve", default="charts/episodic_return", metavar="METRIC",
+                   help="what the curves follow: charts/episodic_return (training episodes), eval/return (the "
+                        "periodic deterministic evaluation of runs trained with --eval-interval) or any metric "
+                        "the runs logged")
+    p.add_argument("--also", nargs="+", default=[], metavar="METRIC",
+                   help="diagnostics beside the curve, one panel each, in OUT_diagnostics.png (runs of one task), "
+                        "e.g. policy/std_mean losses/approx_kl charts/learning_rate: a collapse in one figure")
     p.add_argument("--heatmap", nargs=2, metavar=("ROW_FIELD", "COL_FIELD"),
                    help="also write OUT_heatmap.png of the seed-mean --metric per cell")
     p.add_argument("--metric", choices=("final_return", "eval_return", "auc"), default="final_return",
@@ -163,15 +168,24 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     runs = [load_run(d, args.curve) for d in find_run_dirs(args.run_dirs)]
     if not runs:
         raise ConfigError(f"no run directories (folders with config.json) under {args.run_dirs}")
-    if not any(len(r.returns) for r in runs):  # an empty figure would look like a plotting bug
-        hint = " (runs trained with --eval-interval N log it)" if args.curve == "eval/return" else ""
-        raise ConfigError(f"none of the {len(runs)} runs logged {args.curve}{hint}; nothing plotted")
+    for key in [args.curve, *args.also]:  # an empty figure or panel would look like a plotting bug
+        if not any(len(r.column(key)[0]) for r in runs):
+            hint = " (runs trained with --eval-interval N log it)" if key == "eval/return" else ""
+            raise ConfigError(f"none of the {len(runs)} runs logged {key}{hint}; nothing plotted")
+    if args.also and len({r.config.get("env_id") for r in runs}) > 1:
+        raise ConfigError("--also draws one task's diagnostics; give the runs of one env id")
     by = args.group_by if args.group_by is not None else [f for f in varying_fields(runs) if f != "env_id"]
     seeds = sorted({r.config.get("seed") for r in runs})
     heatmap = [field_name(f) for f in args.heatmap] if args.heatmap else None
     out = args.out or default_plot_path(args.run_dirs)
     _report(args, [r.path for r in runs], [field_name(f) for f in by], out, args.x, heatmap, args.metric,
             seeds, None)
+    if args.also:
+        from .aggregate import provenance
+        from .plotting import diagnostics_figure
+        path = diagnostics_figure(runs, [field_name(f) for f in by], [args.curve, *args.also], out, args.x,
+                                  provenance(["ppo-control"] + sys.argv[1:], seeds=seeds))
+        print(f"wrote {path}")
     return 0
 
 
