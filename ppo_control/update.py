@@ -77,8 +77,12 @@ def minibatch_loss(policy: GaussianPolicy, critic: Optional[ValueNet], mb: Dict[
     adv = _normalise(mb["advantages"]) if norm_adv else mb["advantages"]
     w = mb["weights"] if terms.weighted else None
     pg = weighted_mean(clipped_surrogate(ratio, adv, cfg.clip_coef, cfg.dual_clip), w)
-    entropy = weighted_mean(ent, w)
-    loss = pg - cfg.ent_coef * entropy
+    if cfg.ent_coef:
+        entropy = weighted_mean(ent, w)
+        loss = pg - cfg.ent_coef * entropy
+    else:  # logged, not optimised: a zero-weighted term only adds backward work (the same loss and gradients)
+        entropy = weighted_mean(ent.detach(), w)
+        loss = pg
     stats = {"losses/policy_loss": pg, "losses/entropy": entropy}
     if terms.value:
         vclip = cfg.clip_coef if cfg.clip_vloss else None
@@ -122,21 +126,23 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
     epoch, stop = 0, False
     compiled = cfg.compile == "on" if compiled is None else compiled
     loss_fn = compiled_loss() if compiled else minibatch_loss
+    flat_params = [p for ps in params for p in ps]
     for epoch in range(cfg.update_epochs):
         if refresh is not None and epoch > 0:
             for key, x in refresh().items():
                 table[:, col[key]] = x
         shuffled = table[torch.randperm(B, generator=generator).to(table.device)]
+        # every minibatch's field views made once per epoch (one split per field, not a slice per minibatch)
+        parts = {key: shuffled[:, c].split(b) for key, c in col.items()}
         for k in range(n_mb):
-            rows = shuffled[k * b:(k + 1) * b]
-            mb = {key: rows[:, c] for key, c in col.items()}
+            mb = {key: v[k] for key, v in parts.items()}
             loss, st, logratio, adv = loss_fn(policy, critic, mb, cfg, norm_adv, terms)
-            optimizer.zero_grad(set_to_none=True)
+            for p in flat_params:  # optimizer.zero_grad(set_to_none=True) without its wrappers' cost
+                p.grad = None
             loss.backward()
-            for p in params:
-                nn.utils.clip_grad_norm_(p, cfg.max_grad_norm, foreach=True)
+            _clip_grad_norms(params, cfg.max_grad_norm)
             optimizer.step()
-            stats.append(torch.stack(list(st.values())))
+            stats += st.values()
             logratios.append(logratio)
             advs.append(adv)
             if cfg.target_kl is not None and float(((logratio.exp() - 1.0) - logratio).mean()) > cfg.target_kl:
@@ -144,7 +150,7 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
                 break
         if stop:
             break
-    means = torch.stack(stats).mean(0)
+    means = torch.stack(stats).view(-1, len(st)).mean(0)
     if not torch.isfinite(means).all():
         raise NonFiniteError(f"non-finite loss in the update ({dict(zip(st, means.tolist()))})")
     out = dict(zip(st, means.tolist()))
@@ -260,3 +266,18 @@ def check_finite(*modules: nn.Module) -> None:
         for name, p in m.named_parameters():
             if not torch.isfinite(p).all():
                 raise NonFiniteError(f"parameter {type(m).__name__}.{name} became non-finite")
+
+
+@torch.no_grad()
+def _clip_grad_norms(groups: List[List[nn.Parameter]], max_norm: float) -> None:
+    """``nn.utils.clip_grad_norm_(g, max_norm, foreach=True)`` for each parameter group ``g`` (each network
+    clipped by its own norm), the same arithmetic with one ``_foreach_norm`` pass for all the groups: at
+    64-sample minibatches clip_grad_norm_'s Python (grouping by device, two calls a network) cost more
+    than its arithmetic."""
+    grads = [[p.grad for p in g if p.grad is not None] for g in groups]
+    norms = torch._foreach_norm([x for g in grads for x in g], 2.0)
+    i = 0
+    for g in grads:
+        total = torch.linalg.vector_norm(torch.stack(norms[i:i + len(g)]), 2.0)
+        i += len(g)
+        torch._foreach_mul_(g, torch.clamp(float(max_norm) / (total + 1e-6), max=1.0))
