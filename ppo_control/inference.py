@@ -100,7 +100,7 @@ class Actor:
             mean = self.mean(obs)
             if eps is None:
                 eps = self.rng.standard_normal(mean.shape, dtype=np.float32)
-            return (mean + self.std * eps).astype(np.float32)
+            return (mean + self.std * eps).astype(np.float32, copy=False)
         with torch.no_grad():
             d = self.policy.dist(torch.from_numpy(obs).to(self.device))
             if eps is None:

@@ -86,10 +86,11 @@ def record_step(rs: RolloutState, reward: np.ndarray, done: np.ndarray) -> None:
     """Accumulate raw rewards [N]; finished episodes go to ``rs.episodes``."""
     rs.ep_return += reward
     rs.ep_length += 1
-    for i in np.flatnonzero(done):
-        rs.episodes.append((float(rs.ep_return[i]), int(rs.ep_length[i])))
-    rs.ep_return[done] = 0.0
-    rs.ep_length[done] = 0
+    if done.any():  # the bookkeeping of an ending only where one ended (most steps end nothing)
+        for i in np.flatnonzero(done):
+            rs.episodes.append((float(rs.ep_return[i]), int(rs.ep_length[i])))
+        rs.ep_return[done] = 0.0
+        rs.ep_length[done] = 0
 
 
 def collect_steps(envs: VecEnv, policy: GaussianPolicy, critic: ValueNet, obs_norm: ObsNormalizer,
@@ -109,19 +110,23 @@ def collect_steps(envs: VecEnv, policy: GaussianPolicy, critic: ValueNet, obs_no
     term_buf = np.empty((T, N), bool)
     trunc_buf = np.empty((T, N), bool)
     boot_at, boot_obs = [], []  # (t, envs) cut by a time limit at t, and their normalised final obs
+    # the numpy path's noise for the whole rollout in one draw: the same numbers in the same order as one
+    # draw per step (numpy's generators fill an array draw by draw), without a call per step
+    noise = actor.rng.standard_normal((T, N, envs.act_dim), dtype=np.float32) if actor.mean is not None else None
     for t in range(T):
         o = obs_norm(rs.obs, update=True)
         obs_buf[t] = o
-        act_buf[t] = actor.sample(o)
+        act_buf[t] = actor.sample(o, None if noise is None else noise[t])
         next_obs, r, term, trunc, final_obs = envs.step(envs.clip_actions(act_buf[t]))
         done = term | trunc
         record_step(rs, r, done)
         rew_buf[t] = rew_scaler(r, done)
         term_buf[t], trunc_buf[t] = term, trunc
-        cut = np.flatnonzero(trunc & ~term)
-        if cut.size:
-            boot_at.append((t, cut))
-            boot_obs.append(obs_norm(final_obs[cut]))
+        if trunc.any():
+            cut = np.flatnonzero(trunc & ~term)
+            if cut.size:
+                boot_at.append((t, cut))
+                boot_obs.append(obs_norm(final_obs[cut]))
         rs.obs = next_obs
         rs.global_step += N
     tt = lambda x: torch.from_numpy(x).to(device)  # noqa: E731

@@ -84,6 +84,7 @@ class BatchedMujocoVecEnv:
                                         persistent=self.task.rne_post_constraint)
         self._qpos, self._qvel, self._ctrl = (self.batch.bind(f) for f in ("qpos", "qvel", "ctrl"))
         self._outputs = {f: self.batch.bind(f) for f in self.task.outputs}
+        self._fields = {"qpos": self._qpos, "qvel": self._qvel, "ctrl": self._ctrl, **self._outputs}
         if self.task.rne_post_constraint:
             self._scratch = mujoco.MjData(self.model)
             self._cfrc_ext = np.zeros((num_envs, self.model.nbody, 6))
@@ -154,13 +155,14 @@ class BatchedMujocoVecEnv:
         return out, reward, terminated, truncated, final_obs
 
     def clip_actions(self, actions: np.ndarray) -> np.ndarray:
-        return np.clip(actions, self.action_low, self.action_high)
+        # np.clip's own definition, without its Python wrappers (~10 us a call, once per step)
+        return np.minimum(np.maximum(actions, self.action_low), self.action_high)
 
     def _sim(self, ids: Optional[np.ndarray] = None, cfrc_ext: Optional[np.ndarray] = None) -> Sim:
         """Batched MjData fields (views of the live arrays), for all envs or the rows ``ids``."""
-        fields = {"qpos": self._qpos, "qvel": self._qvel, "ctrl": self._ctrl, **self._outputs}
+        fields = self._fields  # the live views, bound once
         if cfrc_ext is not None:
-            fields["cfrc_ext"] = cfrc_ext
+            fields = dict(fields, cfrc_ext=cfrc_ext)
         return fields if ids is None else {k: v[ids] for k, v in fields.items()}
 
     def _rne_cfrc_ext(self, ids: Optional[np.ndarray] = None) -> np.ndarray:
