@@ -275,6 +275,9 @@ def _clip_grad_norms(groups: List[List[nn.Parameter]], max_norm: float) -> None:
     64-sample minibatches clip_grad_norm_'s Python (grouping by device, two calls a network) cost more
     than its arithmetic."""
     grads = [[p.grad for p in g if p.grad is not None] for g in groups]
+    grads = [g for g in grads if g]  # a network without gradients is left alone, as clip_grad_norm_ does
+    if not grads:
+        return
     norms = torch._foreach_norm([x for g in grads for x in g], 2.0)
     i = 0
     for g in grads:

@@ -65,9 +65,9 @@ def load_tree(tree: str, name: str):
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
-    for sub in ("config", "networks", "update", "rollout", "advantages", "state", "train"):
-        importlib.import_module(f"{name}.{sub}")
-    return mod
+    # the submodules as attributes (``mod.train`` is the package's train function, not its module)
+    return argparse.Namespace(**{sub: importlib.import_module(f"{name}.{sub}") for sub in
+                                 ("config", "networks", "update", "rollout", "advantages", "state", "train")})
 
 
 def synthetic(B, obs_dim=17, act_dim=6, seed=0):
