@@ -135,3 +135,14 @@ def test_batch_scale_zero_spread_group_stays_zero():
     assert zero.tolist() == [True, False]
     with pytest.raises(ValueError, match="use group or batch"):
         group_relative(rew, torch.ones_like(rew, dtype=torch.bool), group_size=2, scale="huh")
+
+
+def test_gae_one_env_equals_the_same_env_inside_a_batch():
+    # one env runs a scalar loop; it must give the batched loop's numbers bit for bit
+    g = torch.Generator().manual_seed(3)
+    r, v, nv = (torch.randn(200, 2, generator=g) for _ in range(3))
+    term, trunc = torch.rand(200, 2, generator=g) < 0.05, torch.rand(200, 2, generator=g) < 0.05
+    both = gae(r, v, nv, term, trunc, gamma=0.99, lam=0.95)
+    one = gae(r[:, :1], v[:, :1], nv[:, :1], term[:, :1], trunc[:, :1], gamma=0.99, lam=0.95)
+    assert torch.equal(one[0], both[0][:, :1]) and torch.equal(one[1], both[1][:, :1])
+    assert one[0].dtype == torch.float32

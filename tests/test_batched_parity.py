@@ -185,3 +185,13 @@ def test_make_vec_env_dispatch_and_fallback():
     fallback = make_vec_env("InvertedPendulum-v4", 2, "batched")
     assert isinstance(fallback, VecEnv)
     fallback.close()
+
+
+def test_clip_actions_equals_np_clip():
+    env = BatchedMujocoVecEnv("Hopper-v5", 2)
+    lo, hi = env.action_low, env.action_high
+    a = np.array([[-1.5, -1.0, 0.25], [1.0, 3.0, np.float32(0.999)]], np.float32)
+    out = env.clip_actions(a)
+    assert out.dtype == np.float64 and np.array_equal(out, np.clip(a, lo, hi))
+    assert out.tolist() == [[-1.0, -1.0, 0.25], [1.0, 1.0, float(np.float32(0.999))]]
+    env.close()

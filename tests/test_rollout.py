@@ -22,3 +22,29 @@ def test_clipped_share_by_hand_per_dimension_bounds():
 
 def test_clipped_share_of_no_steps_is_zero():
     assert clipped_share(torch.zeros(0, 3), -np.ones(3), np.ones(3)) == 0.0
+
+
+def test_collect_steps_acts_with_the_per_step_noise_stream():
+    # the rollout's noise is drawn in one call; the actions must be those of one draw per step
+    # from the same generator, and the generator must end where per-step draws leave it
+    from ppo_control.config import make_config
+    from ppo_control.envs import make_vec_env
+    from ppo_control.inference import Actor
+    from ppo_control.networks import make_critic, make_policy
+    from ppo_control.normalize import ObsNormalizer, RewardScaler
+    from ppo_control.rollout import RolloutState, collect_steps
+    cfg = make_config("classic", num_envs=2)
+    envs = make_vec_env("InvertedPendulum-v5", 2, "batched")
+    torch.manual_seed(0)
+    pi, vf = make_policy(cfg, envs.obs_dim, envs.act_dim), make_critic(cfg, envs.obs_dim)
+    rs = RolloutState(obs=envs.reset(seed=1), ep_return=np.zeros(2), ep_length=np.zeros(2, np.int64))
+    batch = collect_steps(envs, pi, vf, ObsNormalizer((envs.obs_dim,)), RewardScaler(2, 0.99), rs, 7,
+                          torch.device("cpu"), np.random.default_rng(5))
+    replay = np.random.default_rng(5)
+    actor = Actor(pi, torch.device("cpu"), replay)
+    for t in range(7):
+        assert np.array_equal(actor.sample(batch.obs[t].numpy()), batch.actions[t].numpy()), t
+    after = np.random.default_rng(5)
+    after.standard_normal((7, 2, envs.act_dim), dtype=np.float32)
+    assert replay.random() == after.random()
+    envs.close()
