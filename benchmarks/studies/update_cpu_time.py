@@ -41,14 +41,15 @@ CHECKS = [("classic", "classic", "HalfCheetah-v5", {}),
           ("tuned", "tuned", "HalfCheetah-v5", {}),
           ("grpo", "grpo", "InvertedPendulum-v5", {}),
           ("grpo", "grpo", "HalfCheetah-v5", {}),
-          ("grpo kl_coef 0.05", "grpo", "HalfCheetah-v5", {"kl_coef": 0.05})]
+          ("grpo kl_coef 0.05", "grpo", "HalfCheetah-v5", {"kl_coef": 0.05}),
+          ("classic compile on", "classic", "InvertedPendulum-v5", {"compile": "on"})]
 
 CHILD = r"""
 import json, sys
 from ppo_control import make_config, train
 preset, env_id, over, out = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
-kw = dict(env_id=env_id, eval_episodes=0, progress=False, tensorboard=False, out_dir=out, run_name="r",
-          compile="off", torch_threads=1, **over)
+kw = dict(dict(env_id=env_id, eval_episodes=0, progress=False, tensorboard=False, out_dir=out, run_name="r",
+               compile="off", torch_threads=1), **over)
 cfg = make_config(preset, **kw)
 # PPO: two whole iterations; GRPO counts steps as it goes: one iteration, then resumed for a second
 s = train(make_config(preset, total_steps=2 * cfg.batch_size if cfg.algo == "ppo" else 1, **kw))
