@@ -32,10 +32,11 @@ preset, env_id, steps, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.arg
 s = train(make_config(preset, env_id=env_id, total_steps=steps, eval_episodes=0, progress=False,
                       tensorboard=False, out_dir=out, run_name=preset))
 rows = read_jsonl(f"{out}/{preset}/metrics.jsonl")[1:]  # the first iteration warms up
+import ppo_control  # its path goes back with the numbers: the parent checks which checkout ran
 print(json.dumps({"SPS": sum(r["charts/steps_this_iter"] for r in rows) / sum(r["time/collect_s"] + r["time/update_s"] for r in rows),
                   "collect_s": float(np.median([r["time/collect_s"] for r in rows])),
                   "update_s": float(np.median([r["time/update_s"] for r in rows])),
-                  "iterations": len(rows) + 1, "global_step": s["global_step"]}))
+                  "iterations": len(rows) + 1, "global_step": s["global_step"], "tree": ppo_control.__file__}))
 """
 
 
@@ -76,11 +77,16 @@ print(json.dumps({"update_only_s": statistics.median(times[1:])}))
 def run(tree: str, preset: str, env_id: str, steps: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, PYTHONPATH=tree)
-        out = subprocess.run([sys.executable, "-c", CHILD, preset, env_id, str(steps), tmp], env=env,
+        # cwd=tmp: ``python -c`` puts the working directory first on sys.path, so run from a checkout's root
+        # the child would import that checkout's ppo_control, not ``tree``'s
+        out = subprocess.run([sys.executable, "-c", CHILD, preset, env_id, str(steps), tmp], env=env, cwd=tmp,
                              capture_output=True, text=True, check=True)
-        upd = subprocess.run([sys.executable, "-c", CHILD_UPDATE, preset], env=env, capture_output=True, text=True,
-                             check=True)
-    return {**json.loads(out.stdout.strip().splitlines()[-1]), **json.loads(upd.stdout.strip().splitlines()[-1])}
+        upd = subprocess.run([sys.executable, "-c", CHILD_UPDATE, preset], env=env, cwd=tmp, capture_output=True,
+                             text=True, check=True)
+    res = {**json.loads(out.stdout.strip().splitlines()[-1]), **json.loads(upd.stdout.strip().splitlines()[-1])}
+    if not res["tree"].startswith(str(Path(tree).resolve())):
+        raise RuntimeError(f"the run for {tree} imported {res['tree']}")
+    return res
 
 
 def main():

@@ -55,7 +55,8 @@ cfg = make_config(preset, **kw)
 s = train(make_config(preset, total_steps=2 * cfg.batch_size if cfg.algo == "ppo" else 1, **kw))
 if s["iterations"] < 2:
     s = train(resume=s["run_dir"], changes={"total_steps": s["global_step"] + 1})
-print(json.dumps(s))
+import ppo_control
+print(json.dumps(dict(s, tree=ppo_control.__file__)))
 """
 
 
@@ -181,8 +182,12 @@ def check(a) -> bool:
             ckpts = []
             for side, tree in (("old", a.base), ("new", a.new)):
                 out = f"{tmp}/{side}"
-                subprocess.run([sys.executable, "-c", CHILD, preset, env_id, json.dumps(over), out], check=True,
-                               env=dict(os.environ, PYTHONPATH=tree), capture_output=True)
+                # cwd=tmp: ``python -c`` puts the working directory first on sys.path (a checkout's root would win)
+                done = subprocess.run([sys.executable, "-c", CHILD, preset, env_id, json.dumps(over), out], check=True,
+                                      env=dict(os.environ, PYTHONPATH=tree), cwd=tmp, capture_output=True, text=True)
+                where = json.loads(done.stdout.strip().splitlines()[-1])["tree"]
+                if not where.startswith(str(Path(tree).resolve())):
+                    raise RuntimeError(f"the {side} run imported {where}, not {tree}")
                 ckpts.append(torch.load(f"{out}/r/checkpoint.pt", weights_only=False))
                 subprocess.run(["rm", "-rf", out], check=True)
             diff, n = compare(ckpts[0], ckpts[1])
