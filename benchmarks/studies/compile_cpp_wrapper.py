@@ -44,7 +44,7 @@ def main():
         U.minibatch_loss = fns[name]  # update() looks the loss up here
         t = time.process_time()
         U.update(pi, vf, opt, {k: v.clone() for k, v in data.items()}, cfg, torch.Generator().manual_seed(r), True,
-                 compiled=False)
+                 compiled=False, terms=U.LossTerms(value=True))
         dt = (time.process_time() - t) / (cfg.update_epochs * cfg.num_minibatches) * 1e6
         return dt, [x.detach().clone() for x in list(pi.parameters()) + list(vf.parameters())]
 
