@@ -233,8 +233,9 @@ def compiled_loss():
                 return minibatch_loss(*args)
             dev = next(args[0].parameters()).device.type
             if dev not in compiled:
-                # on the CPU inductor's C++ wrapper calls the kernels without Python between them: 0.96x the CPU
-                # time per compiled classic minibatch, the same numbers bit for bit (12 alternating pairs)
+                # on the CPU inductor's C++ wrapper calls the kernels without Python between them: 0.96x and 0.98x
+                # the CPU time per compiled classic minibatch in two runs of 12 pairs, the same numbers bit for bit
+                # (results/speed/cpp_wrapper.md)
                 compiled[dev] = torch.compile(minibatch_loss, options={"cpp_wrapper": True} if dev == "cpu" else None)
             try:
                 out = compiled[dev](*args)

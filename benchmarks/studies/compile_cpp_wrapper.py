@@ -1,7 +1,7 @@
 """The compiled loss with and without inductor's C++ wrapper on the CPU: CPU time per classic minibatch
 and whether the two give the same parameters bit for bit.
 
-    python benchmarks/studies/compile_cpp_wrapper.py [--pairs 12] [--out results/speed/cpp_wrapper]
+    python -m benchmarks.studies.compile_cpp_wrapper [--pairs 12] [--out results/speed/cpp_wrapper]
 
 One process, both compiled losses built first (their compile times printed, inductor's disk cache
 decides how long they take), then whole classic updates on a synthetic HalfCheetah-sized batch,
@@ -18,13 +18,11 @@ from statistics import median
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from update_cpu_time import synthetic  # noqa: E402
-
-from ppo_control import update as U  # noqa: E402
-from ppo_control.config import make_config  # noqa: E402
-from ppo_control.networks import make_critic, make_policy  # noqa: E402
-from ppo_control.runinfo import environment_info  # noqa: E402
+from benchmarks.studies.update_cpu_time import synthetic
+from ppo_control import update as U
+from ppo_control.config import make_config
+from ppo_control.networks import make_critic, make_policy
+from ppo_control.runinfo import environment_info
 
 
 def main():
@@ -68,7 +66,7 @@ def main():
           f"\nMedian of cpp_wrapper / default over {len(rows)} pairs: **{median(x[2] for x in rows):.3f}**; "
           f"parameters after each pair's updates torch.equal: {all(x[3] for x in rows)}\n",
           "Pairs (default, cpp_wrapper, ratio): " + "; ".join(f"{x[0]:.0f} / {x[1]:.0f} = {x[2]:.3f}" for x in rows),
-          "", f"Command: `{' '.join(['python'] + sys.argv)}`  ",
+          "", f"Command: `{' '.join(['python -m benchmarks.studies.compile_cpp_wrapper'] + sys.argv[1:])}`  ",
           f"Commit: `{info['commit']}` (dirty: {info['dirty']}); machine: {info['cpu']}, {info['cores']} cores; "
           f"load average {os.getloadavg()} at the end (shared); torch {info['torch']}"]
     print("\n".join(md))

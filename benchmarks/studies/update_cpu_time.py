@@ -1,7 +1,7 @@
 """CPU time of the hot paths, old checkout against new, in one process; and a bit-identity check.
 
-    python benchmarks/studies/update_cpu_time.py --base /path/to/old/worktree [--pairs 15] [--out results/speed/cpu_time]
-    python benchmarks/studies/update_cpu_time.py --base /path/to/old/worktree --check
+    python -m benchmarks.studies.update_cpu_time --base /path/to/old/worktree [--pairs 15] [--out results/speed/cpu_time]
+    python -m benchmarks.studies.update_cpu_time --base /path/to/old/worktree --check
 
 Both checkouts' ``ppo_control`` packages are loaded side by side under other names, and each
 benchmark alternates old and new (the order flips every pair) measuring process CPU time, not
@@ -226,7 +226,6 @@ def compare(x, y, path=""):
 
 
 def write(a, results, out):
-    sys.path.insert(0, str(HERE))
     from ppo_control.runinfo import environment_info, git_commit
     info = environment_info()
     md = ["# CPU time per hot path, new code / old code (one process, alternating pairs)\n",
@@ -245,7 +244,7 @@ def write(a, results, out):
         md.append(f"- {names[k]}: " + "; ".join(f"{x[0]:.4g} / {x[1]:.4g} = {x[2]:.3f}" for x in r["pairs"]))
         if "same_batch" in r:
             md.append(f"  (old and new results after the last pair: {r['same_batch']})")
-    md += ["", f"Command: `{' '.join(['python'] + sys.argv)}`  ",
+    md += ["", f"Command: `{' '.join(['python -m benchmarks.studies.update_cpu_time'] + sys.argv[1:])}`  ",
            f"Old: `{git_commit(a.base)['commit']}`; new: `{git_commit(a.new)['commit']}` "
            f"(dirty: {git_commit(a.new)['dirty']})  ",
            f"Machine: {info['cpu']}, {info['cores']} cores; load average {os.getloadavg()} at the end (shared)  ",
