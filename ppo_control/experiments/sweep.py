@@ -225,7 +225,7 @@ def command_line(args: argparse.Namespace) -> List[str]:
     for key, value in given.items():
         if key in FIELDS and key != "preset":  # fields appear only when given
             cmd += option_args(key, value)
-        elif key in ("command", "func") or value is None or value is False:
+        elif key in ("command", "func") or value is None or value is False or value == []:
             continue
         elif key == "run_dirs":
             positional = list(value)
