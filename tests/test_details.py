@@ -42,6 +42,7 @@ def test_value_norm_loss_is_regression_on_normalised_targets():
     assert float(stats["losses/value_loss"]) == pytest.approx(expect, rel=1e-4)
 
 
+@pytest.mark.slow
 def test_advantages_recomputed_every_epoch(monkeypatch):
     import ppo_control.algorithms.ppo as ppo_mod
     seen = []

@@ -93,6 +93,13 @@ def test_old_logprobs_carry_no_gradient():
     new = ts.policy.dist(b.obs.reshape(-1, 4)).log_prob(b.actions.reshape(-1, 1))
     ratio = (new - b.logprobs.reshape(-1)).exp()
     ratio.sum().backward()
-    assert ts.policy.log_std.grad is not None  # the gradient flows into the new policy only
     assert torch.allclose(ratio, torch.ones_like(ratio), atol=1e-5)  # same policy -> ratio 1
+    # at ratio 1, d ratio / d log_std = d log pi / d log_std = z^2 - 1 per sample: the new log-prob's gradient
+    # alone; had the stored log-prob kept its graph, the two would cancel to 0
+    with torch.no_grad():
+        d = ts.policy.dist(b.obs.reshape(-1, 4))
+        z = (b.actions.reshape(-1, 1) - d.mean) / d.stddev
+    expected = (z ** 2 - 1).sum(0)
+    assert expected.abs().item() > 0.1
+    assert torch.allclose(ts.policy.log_std.grad, expected, rtol=1e-4, atol=1e-5)
     ts.envs.close()

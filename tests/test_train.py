@@ -169,6 +169,7 @@ def test_target_kl_stops_the_epochs_after_the_first_minibatch_that_exceeds_it(ti
     assert [(r["losses/early_stop"], r["losses/epochs"]) for r in rows] == [(1.0, 1), (1.0, 1)]
 
 
+@pytest.mark.slow
 def test_cli_train_eval_and_bad_input(tmp_path):
     def cli(*args):
         return subprocess.run([sys.executable, "-m", "ppo_control", *args], capture_output=True, text=True,

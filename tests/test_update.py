@@ -192,6 +192,7 @@ def test_weighted_mean_reduces_with_weights():
     assert float(weighted_mean(torch.tensor([1.0, 3.0]), torch.tensor([3.0, 1.0]))) == pytest.approx(1.5)
 
 
+@pytest.mark.slow
 def test_compiled_loss_gives_the_same_update():
     g, cfg, pi, vf = golden_start("ppo_ent_clipv_dual")
     cfg = cfg.replace(compile=True)
