@@ -8,7 +8,7 @@ from typing import Optional, Tuple
 
 from . import presets
 from .presets import GRPO_EVAL_INTERVAL, PRESETS, applied_env_overrides, long_run_warning  # noqa: F401
-from .values import ConfigError, env_kwarg, field_name, register_schema, type_error
+from .values import ALGORITHMS, ConfigError, env_kwarg, field_name, register_schema, type_error
 
 
 # Fields that change where/how a run is written, never what it learns: two runs that differ
@@ -233,16 +233,10 @@ def _validate(c: Config):
     _need(c.obs_clip > 0 and c.reward_clip > 0, "obs_clip and reward_clip must be > 0")
     _need(c.device in ("auto", "cpu", "cuda") or (c.device.startswith("cuda:") and c.device[5:].isdigit()),
           f"device must be cpu, cuda, cuda:N or auto (got {c.device!r})")
-    check = ALGORITHM_CHECKS.get(c.algo)  # each algorithm's own rules
-    _need(check is not None, f"algo={c.algo!r} is not one of {sorted(ALGORITHM_CHECKS)}")
-    check(c)
-
-
-# algo name -> that algorithm's check_config, filled by ppo_control.algorithms.register (the package's
-# __init__ imports the algorithms, so they are registered before any Config is built; this module cannot
-# import them: they import it)
-ALGORITHM_CHECKS: dict = {}
-
+    # each algorithm's own rules, through the registry's view (values.ALGORITHMS: the package's __init__
+    # registers the algorithms before any Config is built; this module cannot import them, they import it)
+    _need(c.algo in ALGORITHMS, f"algo={c.algo!r} is not one of {sorted(ALGORITHMS)}")
+    ALGORITHMS[c.algo].check_config(c)
 
 
 register_schema(Config)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Type
 
-from ..config import ALGORITHM_CHECKS, ConfigError
+from ..config import ConfigError
 from ..values import ALGORITHMS
 from .base import Algorithm, LossTerms
 
@@ -22,13 +22,11 @@ def register(name: str, cls: Type[Algorithm]) -> None:
     if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
         raise TypeError(f"{cls!r} is not a subclass of ppo_control.algorithms.Algorithm")
     _REGISTRY[name] = cls
-    ALGORITHM_CHECKS[name] = cls.check_config  # what Config validation calls for algo=name
-    ALGORITHMS[name] = cls  # what presets and --print-config ask of it
+    ALGORITHMS[name] = cls  # what Config validation, presets and --print-config ask of it
 
 
 def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
-    ALGORITHM_CHECKS.pop(name, None)
     ALGORITHMS.pop(name, None)
 
 
