@@ -310,9 +310,8 @@ def _row(ts: TrainState, stats: dict, dt: float) -> dict:
            "charts/episodic_length": float(np.mean([n for _, n in eps])) if eps else float("nan"),
            "charts/episodes": len(eps),
            "charts/SPS": stats.get("charts/steps_this_iter", 0) / max(dt, 1e-9),
-           "charts/learning_rate": ts.optimizer.param_groups[0]["lr"],
            "policy/std_mean": float(std.mean()), "policy/log_std_mean": float(std.log().mean())}
-    row.update(stats)
+    row.update(stats)  # charts/learning_rate among them: the lr the iteration used (_iteration)
     return row
 
 
