@@ -20,7 +20,7 @@ import torch
 # and branch trunks in "extra"; load_checkpoint upgrades those, so old runs resume unchanged.
 FORMAT_VERSION = 2
 FORMAT = f"ppo_control/checkpoint-v{FORMAT_VERSION}"
-_READABLE = {f"ppo_control/checkpoint-v{v}": v for v in (1, 2)}
+_READABLE = {f"ppo_control/checkpoint-v{v}": v for v in range(1, FORMAT_VERSION + 1)}
 CHECKPOINT_NAME = "checkpoint.pt"
 
 

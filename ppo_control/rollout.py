@@ -122,11 +122,9 @@ def collect_steps(envs: VecEnv, policy: GaussianPolicy, critic: ValueNet, obs_no
         record_step(rs, r, done)
         rew_buf[t] = rew_scaler(r, done)
         term_buf[t], trunc_buf[t] = term, trunc
-        if trunc.any():
-            cut = np.flatnonzero(trunc & ~term)
-            if cut.size:
-                boot_at.append((t, cut))
-                boot_obs.append(obs_norm(final_obs[cut]))
+        if trunc.any() and (cut := np.flatnonzero(trunc & ~term)).size:  # most steps end no episode
+            boot_at.append((t, cut))
+            boot_obs.append(obs_norm(final_obs[cut]))
         rs.obs = next_obs
         rs.global_step += N
     tt = lambda x: torch.from_numpy(x).to(device)  # noqa: E731

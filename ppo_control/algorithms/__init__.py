@@ -8,26 +8,22 @@ See docs/extending.md, "Adding an algorithm".
 """
 from __future__ import annotations
 
-from typing import Dict, List, Type
+from typing import List, Type
 
 from ..config import ConfigError
-from ..values import ALGORITHMS
+from ..values import ALGORITHMS as _REGISTRY  # the registry lives below the schema, which validates through it
 from .base import Algorithm, LossTerms
-
-_REGISTRY: Dict[str, Type[Algorithm]] = {}
 
 
 def register(name: str, cls: Type[Algorithm]) -> None:
     """Make ``cls`` the algorithm for ``algo=name`` (registering a name again replaces it)."""
     if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
         raise TypeError(f"{cls!r} is not a subclass of ppo_control.algorithms.Algorithm")
-    _REGISTRY[name] = cls
-    ALGORITHMS[name] = cls  # what Config validation, presets and --print-config ask of it
+    _REGISTRY[name] = cls  # what Config validation, presets and --print-config ask of it
 
 
 def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
-    ALGORITHMS.pop(name, None)
 
 
 def names() -> List[str]:
