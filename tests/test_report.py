@@ -7,6 +7,7 @@ import pytest
 
 from ppo_control.cli import main
 from ppo_control.experiments.report import FOOTER, fill_blocks, first_table
+from ppo_control.metrics import read_metrics
 from rundirs import write_run
 
 SUITE = """
@@ -135,7 +136,9 @@ def test_bench_runs_a_tiny_suite_resumably_and_reports(tmp_path, monkeypatch, ca
         summary = json.loads((runs / f"seed_{seed}" / "summary.json").read_text())
         assert summary["global_step"] == 256
         run = runs / f"seed_{seed}"
-        assert (run / "metrics.jsonl").exists() and not (run / "metrics.csv").exists()
+        # bench packs the runs it finishes: one metrics file, compressed
+        assert sorted(p.name for p in run.glob("metrics*")) == ["metrics.jsonl.xz"]
+        assert [r["global_step"] for r in read_metrics(run)] == [128, 256]
     assert "| InvertedPendulum-v5 | 2 |" in Path("results/tiny/bench.md").read_text()
     capsys.readouterr()
     assert main(["bench", "tiny", "--dry-run"]) == 0  # the same command again: nothing left to run
@@ -150,6 +153,9 @@ def test_bench_runs_a_tiny_suite_resumably_and_reports(tmp_path, monkeypatch, ca
     assert main(["bench", "tiny", "--seeds", "2", "--no-report"]) == 0
     assert "(resume," in capsys.readouterr().out
     assert json.loads((runs / "seed_2" / "summary.json").read_text())["global_step"] == summary["global_step"]
+    # the resumed run unpacked its rows, appended none twice, and was packed again
+    assert sorted(p.name for p in (runs / "seed_2").glob("metrics*")) == ["metrics.jsonl.xz"]
+    assert [r["global_step"] for r in read_metrics(runs / "seed_2")] == [128, 256]
 
 
 @pytest.mark.slow

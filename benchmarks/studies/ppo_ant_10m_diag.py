@@ -26,6 +26,7 @@ import numpy as np
 
 from ppo_control.checkpoint import atomic_write_text
 from ppo_control.experiments.aggregate import load_run, provenance, provenance_text
+from ppo_control.metrics import metrics_file
 
 GROUPS = {"1M runs (tuned_1m)": "results/runs/tuned_1m/Ant/Ant-v5__s*",
           "10M runs (grpo_10m/ppo_tuned)": "results/runs/grpo_10m/ppo_tuned/Ant-v5__s*",
@@ -42,7 +43,7 @@ KEYS = [("lr", "charts/learning_rate", "{:.5f}"), ("std", "policy/std_mean", "{:
 
 def finished(pattern: str, in_progress: bool = False) -> list:
     return sorted(d for d in Path(".").glob(pattern) if (d / "summary.json").exists()
-                  or (in_progress and (d / "metrics.jsonl").exists()))
+                  or (in_progress and metrics_file(d) is not None))
 
 
 def at(run: list, mark: float) -> dict | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ppo_control.checkpoint import atomic_write_text
 from ppo_control.experiments.aggregate import provenance, provenance_text
-from ppo_control.metrics import CSV_NAME, JSONL_NAME, read_metrics
+from ppo_control.metrics import metrics_file, read_metrics
 
 TIMING = ("wall_time", "charts/SPS", "time/")
 
@@ -52,9 +52,9 @@ def main(argv=None) -> int:
     if len(args.runs) % 2:
         p.error(f"give run directories in pairs (A B), got {len(args.runs)}")
     dirs = [Path(r) for r in args.runs]
-    missing = [str(d) for d in dirs if not ((d / JSONL_NAME).exists() or (d / CSV_NAME).exists())]
+    missing = [str(d) for d in dirs if metrics_file(d) is None]
     if missing:
-        p.error(f"no {JSONL_NAME} in: {', '.join(missing)}; pass run directories")
+        p.error(f"no metrics file in: {', '.join(missing)}; pass run directories")
     lines = ["| run A | run B | rows A / B | first differing row (env step) | metrics that differ there | "
              "final eval A / B |", "|---|---|---:|---|---|---:|"]
     seeds = set()
