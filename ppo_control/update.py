@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from .config import Config
+from .flat import flat_adam
 from .losses import clipped_surrogate, dual_clip_active, kl_k3, value_loss, weighted_mean
 from .networks import GaussianPolicy, ValueNet
 
@@ -127,6 +128,8 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
     compiled = cfg.compile == "on" if compiled is None else compiled
     loss_fn = compiled_loss() if compiled else minibatch_loss
     flat_params = [p for ps in params for p in ps]
+    # after the first Adam step of the run, the zeroing, clipping and step run on flat buffers (flat.py)
+    flat, tried = flat_adam(optimizer, params), False
     for epoch in range(cfg.update_epochs):
         if refresh is not None and epoch > 0:
             for key, x in refresh().items():
@@ -137,11 +140,19 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
         for k in range(n_mb):
             mb = {key: v[k] for key, v in parts.items()}
             loss, st, logratio, adv = loss_fn(policy, critic, mb, cfg, norm_adv, terms)
-            for p in flat_params:  # optimizer.zero_grad(set_to_none=True) without its wrappers' cost
-                p.grad = None
-            loss.backward()
-            _clip_grad_norms(params, cfg.max_grad_norm)
-            optimizer.step()
+            if flat is not None:
+                flat.zero_grad()
+                loss.backward()
+                flat.clip_grad_norms(cfg.max_grad_norm)
+                flat.step()
+            else:
+                for p in flat_params:  # optimizer.zero_grad(set_to_none=True) without its wrappers' cost
+                    p.grad = None
+                loss.backward()
+                _clip_grad_norms(params, cfg.max_grad_norm)
+                optimizer.step()
+                if not tried:
+                    flat, tried = flat_adam(optimizer, params), True
             stats += st.values()
             logratios.append(logratio)
             advs.append(adv)

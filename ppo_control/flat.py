@@ -1,0 +1,140 @@
+"""The update's work after ``loss.backward()``, one op per buffer instead of one per parameter.
+
+With the classic preset's networks (13 parameter tensors) and 64-sample minibatches, zeroing the
+gradients, clipping them per network and Adam's step cost more in per-tensor overhead than in
+arithmetic: ``torch.optim.Adam.step`` alone spent ~100 µs a minibatch, ~30 of them advancing 13
+step counters.  :class:`FlatAdam` makes the parameters, their gradients and the optimizer's moments
+and step counters views of one buffer each, and steps the flat buffers with torch.optim's own Adam
+(the functional ``torch.optim.adam.adam``, with the param group's settings; a few small tensors stay
+separate in that call, see ``__init__``): the same elementwise update, bit for bit, as ``optimizer.step()``
+(tests/test_flat.py).  The optimizer stays the object that is checkpointed:
+its ``state`` holds the views, so its ``state_dict`` is unchanged.
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import torch
+from torch import nn
+from torch.optim.adam import adam
+
+_ALIGN = 16  # elements: 64 bytes of float32
+
+
+class FlatAdam:
+    """Flat views of ``optimizer`` (a ``torch.optim.Adam`` with state for every parameter) over ``groups``,
+    the networks' parameter lists; build it with :func:`flat_adam`."""
+
+    def __init__(self, optimizer: torch.optim.Adam, groups: List[List[nn.Parameter]]):
+        self.optimizer, self.group = optimizer, optimizer.param_groups[0]
+        self.params = [p for g in groups for p in g]
+        state = {p: optimizer.state[p] for p in self.params}
+        # Each network's span of the buffers: first its parameters whose size is a multiple of _ALIGN, stepped as
+        # one tensor, then the others, each stepped as a tensor of its own. The CPU kernels treat the last
+        # size % vector-width elements of a tensor in scalar code, which rounds Adam's step differently from
+        # their vector code: a parameter whose size leaves such a tail keeps its own tensor in the step, and
+        # every view starts on a 64-byte boundary, so the step and the gradient norms are bit-identical to
+        # ``optimizer.step()`` and ``_clip_grad_norms`` on separate tensors.
+        bulk = [[p for p in g if p.numel() % _ALIGN == 0] for g in groups]
+        layout = [b + [p for p in g if p.numel() % _ALIGN] for g, b in zip(groups, bulk)]
+        offset, n = {}, 0
+        for p in (p for g in layout for p in g):
+            offset[p] = n
+            n += -(-p.numel() // _ALIGN) * _ALIGN
+        like = self.params[0]
+        self.P, self.G, self.EA, self.EAS = bufs = [like.new_zeros(n) for _ in range(4)]  # the gaps stay 0
+        self.steps = torch.stack([state[p]["step"] for p in self.params])  # each parameter's counter: one element
+        self.segments, self._lists = [], [[], [], [], []]  # per network (gradient span, parameters); Adam's tensors
+        with torch.no_grad():
+            for g, b, order in zip(groups, bulk, layout):
+                i = offset[order[0]]
+                if b:
+                    j = offset[b[-1]] + b[-1].numel()
+                    for lst, buf in zip(self._lists, bufs):
+                        lst.append(buf[i:j])
+                for p in order:
+                    s, k = state[p], offset[p]
+                    view = lambda buf: buf[k:k + p.numel()].view_as(p)  # noqa: E731
+                    view(self.P).copy_(p)
+                    view(self.EA).copy_(s["exp_avg"])
+                    view(self.EAS).copy_(s["exp_avg_sq"])
+                    p.data = view(self.P)
+                    p.grad = view(self.G)  # backward accumulates into it in place
+                    s["exp_avg"], s["exp_avg_sq"] = view(self.EA), view(self.EAS)
+                    if p.numel() % _ALIGN:
+                        for lst, buf in zip(self._lists, bufs):
+                            lst.append(view(buf))
+                last = order[-1]
+                self.segments.append((self.G[i:offset[last] + last.numel()], len(g)))
+        for k, p in enumerate(self.params):
+            state[p]["step"] = self.steps[k]
+        self.step_ts = [self.steps[0].clone() for _ in self._lists[0]]  # the counters the flat step advances
+        self.grads = [p.grad for p in self.params]
+        self._views = [(state[p]["exp_avg"], state[p]["exp_avg_sq"], state[p]["step"]) for p in self.params]
+
+    def intact(self, groups: List[List[nn.Parameter]]) -> bool:
+        """Whether the views still stand (a ``load_state_dict`` of the optimizer or ``zero_grad()`` replaces them)."""
+        if not _same([p for g in groups for p in g], self.params) or self.optimizer.param_groups[0] is not self.group:
+            return False
+        ptr = self.P.untyped_storage().data_ptr()
+        for p, g, (ea, eas, st), s in zip(self.params, self.grads, self._views, self._states()):
+            if p.grad is not g or p.untyped_storage().data_ptr() != ptr or s.get("exp_avg") is not ea \
+                    or s.get("exp_avg_sq") is not eas or s.get("step") is not st:
+                return False
+        return True
+
+    def _states(self):
+        return (self.optimizer.state[p] for p in self.params)
+
+    def zero_grad(self) -> None:
+        self.G.zero_()
+
+    @torch.no_grad()
+    def clip_grad_norms(self, max_norm: float) -> None:
+        """``update._clip_grad_norms`` on the flat gradients: the same norms (per parameter, then per network),
+        each network's gradients scaled by one multiply of its segment."""
+        norms = torch._foreach_norm(self.grads, 2.0)
+        i = 0
+        for seg, n in self.segments:
+            total = torch.linalg.vector_norm(torch.stack(norms[i:i + n]), 2.0)
+            i += n
+            seg.mul_(torch.clamp(float(max_norm) / (total + 1e-6), max=1.0))
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """``optimizer.step()`` over the flat buffers (``adam`` is what ``torch.optim.Adam.step`` calls)."""
+        g, (p, grad, ea, eas) = self.group, self._lists
+        adam(p, grad, ea, eas, [], self.step_ts, amsgrad=False, has_complex=False,
+             beta1=g["betas"][0], beta2=g["betas"][1], lr=g["lr"], weight_decay=g["weight_decay"], eps=g["eps"],
+             maximize=g["maximize"], foreach=g["foreach"], capturable=g["capturable"], differentiable=False,
+             fused=g["fused"], grad_scale=None, found_inf=None, decoupled_weight_decay=g["decoupled_weight_decay"])
+        self.steps.copy_(self.step_ts[0])
+
+
+def _same(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def flat_adam(optimizer: torch.optim.Optimizer, groups: List[List[nn.Parameter]]) -> Optional[FlatAdam]:
+    """The :class:`FlatAdam` of ``optimizer`` over ``groups`` (kept on the optimizer and reused while its
+    views stand), or None where the plain loop must run: another optimizer, amsgrad, several param groups,
+    mixed devices or dtypes, or before Adam has state, with one step count, for every parameter (a
+    parameter that gets no gradient keeps no state, and the flat step would move its moments)."""
+    cached = getattr(optimizer, "_flat_adam", None)
+    if cached is not None and cached.intact(groups):
+        return cached
+    params = [p for g in groups for p in g]
+    if type(optimizer) is not torch.optim.Adam or len(optimizer.param_groups) != 1:
+        return None
+    group = optimizer.param_groups[0]
+    if not _same(group["params"], params) or group["amsgrad"] or group["differentiable"] or not params:
+        return None
+    if any(p.device != params[0].device or p.dtype != params[0].dtype or not p.requires_grad for p in params):
+        return None
+    state = [optimizer.state.get(p, {}) for p in params]
+    if any(set(s) != {"step", "exp_avg", "exp_avg_sq"} for s in state):
+        return None
+    if any(s["step"].shape != () or not torch.equal(s["step"], state[0]["step"]) for s in state):
+        return None
+    optimizer._flat_adam = FlatAdam(optimizer, groups)  # noqa: SLF001 - reused by the next update
+    return optimizer._flat_adam
