@@ -9,6 +9,12 @@ import numpy as np
 import torch
 
 
+def _clip(x: np.ndarray, c: float) -> np.ndarray:
+    """np.clip(x, -c, c) by its definition, in place, without np.clip's Python wrappers (half its cost on
+    the 1-env classic preset, where both normalisers run once per env step)."""
+    return np.minimum(np.maximum(x, -c, out=x), c, out=x)
+
+
 class RunningMeanStd:
     """Mean/variance of a stream of arrays of shape ``shape`` (parallel-variance update, float64)."""
 
@@ -61,7 +67,7 @@ class ObsNormalizer:
         if update:
             self.rms.update(obs)
         out = (obs - self.rms.mean) / np.sqrt(self.rms.var + self.eps)
-        return np.clip(out, -self.clip, self.clip).astype(np.float32)
+        return _clip(out, self.clip).astype(np.float32)
 
     def state_dict(self) -> dict:
         return self.rms.state_dict()
@@ -91,7 +97,7 @@ class RewardScaler:
         self.rms.update(self.returns)
         self.returns[done] = 0.0
         out = reward / np.sqrt(self.rms.var + self.eps)
-        return np.clip(out, -self.clip, self.clip).astype(np.float32)
+        return _clip(out, self.clip).astype(np.float32)
 
     def state_dict(self) -> dict:
         return {"rms": self.rms.state_dict(), "returns": torch.from_numpy(self.returns.copy())}

@@ -146,7 +146,7 @@ class BatchedMujocoVecEnv:
             truncated = self._elapsed >= self.max_episode_steps
             if ids is not None:
                 truncated &= active
-        done = np.flatnonzero(terminated | truncated)
+        done = (terminated | truncated).nonzero()[0]  # np.flatnonzero without its wrappers
         final_obs = obs.copy()
         if done.size:
             obs[done] = self._reset_envs(done, [None] * done.size)
