@@ -107,7 +107,8 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
     algorithm's ``loss_terms``) says which loss terms are trained and so which of its fields are read.
 
     Per minibatch: :func:`minibatch_loss`, ``loss.backward()``, ``clip_grad_norm_`` on the policy
-    and the critic separately, ``optimizer.step()``.  ``refresh`` (PPO's ``adv_every_epoch``)
+    and the critic separately, ``optimizer.step()`` (from the run's second minibatch on, the zeroing of the
+    gradients, the clipping and the step run on flat buffers: flat.py).  ``refresh`` (PPO's ``adv_every_epoch``)
     returns new flat ``advantages`` and ``returns`` before every epoch after the first.  ``compiled``
     runs the loss through ``torch.compile`` (default: ``cfg.compile == "on"``; training passes
     :func:`compile_decision`, which also resolves ``"auto"``).
