@@ -33,7 +33,8 @@ GROUPS = {"1M runs (tuned_1m)": "results/runs/tuned_1m/Ant/Ant-v5__s*",
           "10M control: lr_decay_steps=1M, lr_floor=0.1": "results/runs/grpo_10m/ppo_tuned/Ant-v5__lr_decay_steps=1000000__lr_floor=0.1__s*",
           "default preset, 1M runs (mujoco_suite)": "results/runs/mujoco_suite/ppo_default/Ant-v5__ppo__s*",
           "default preset, 10M runs (grpo_10m/ppo_default)": "results/runs/grpo_10m/ppo_default/Ant-v5__s*",
-          "10M, KL-adaptive lr (lr_adapt_kl=0.01, no anneal)": "results/runs/ppo_horizon/Ant-v5__tuned_adaptkl__s*"}
+          "10M, KL-adaptive lr (lr_adapt_kl=0.01, no anneal)": "results/runs/ppo_horizon/Ant-v5__tuned_adaptkl__s* "
+                                                               "results/runs/mujoco_10m/Ant-v5/tuned_lr_adapt_kl/seed_*"}
 IN_PROGRESS = {"10M, KL-adaptive lr (lr_adapt_kl=0.01, no anneal)"}
 MARKS = [0.25e6, 0.5e6, 1e6, 2e6, 5e6, 10e6]
 KEYS = [("lr", "charts/learning_rate", "{:.5f}"), ("std", "policy/std_mean", "{:.3f}"),
@@ -41,8 +42,9 @@ KEYS = [("lr", "charts/learning_rate", "{:.5f}"), ("std", "policy/std_mean", "{:
         ("episode len", "charts/episodic_length", "{:.0f}")]
 
 
-def finished(pattern: str, in_progress: bool = False) -> list:
-    return sorted(d for d in Path(".").glob(pattern) if (d / "summary.json").exists()
+def finished(patterns: str, in_progress: bool = False) -> list:
+    """The run directories matching any of the space-separated glob ``patterns``."""
+    return sorted(d for pattern in patterns.split() for d in Path(".").glob(pattern) if (d / "summary.json").exists()
                   or (in_progress and metrics_file(d) is not None))
 
 
