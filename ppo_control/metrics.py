@@ -121,6 +121,9 @@ def pack_metrics(run_dir) -> Tuple[int, int]:
     run_dir = Path(run_dir)
     src, dst = run_dir / JSONL_NAME, run_dir / PACKED_NAME
     rows = read_jsonl(src)
+    lines = sum(1 for line in open(src) if line.strip())
+    if lines != len(rows):  # read_jsonl stops at a line that does not parse: the rest would be lost
+        raise PackError(f"{src}: line {len(rows) + 1} of {lines} does not parse: not packed")
     before = src.stat().st_size
     dupes = [run_dir / n for n in (CSV_NAME, JSONL_NAME + ".gz") if (run_dir / n).exists()]
     for d in dupes:

@@ -62,6 +62,17 @@ def test_a_differing_csv_copy_stops_the_pack_and_nothing_is_removed(tmp_path):
     assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["metrics.csv", JSONL_NAME, "summary.json"]
 
 
+def test_a_line_that_does_not_parse_stops_the_pack_instead_of_losing_the_rows_after_it(tmp_path):
+    rows = _rows(4)
+    _write(tmp_path / "r", rows)
+    text = (tmp_path / "r" / JSONL_NAME).read_text().splitlines()
+    text[1] = text[1][:20]
+    (tmp_path / "r" / JSONL_NAME).write_text("\n".join(text) + "\n")
+    with pytest.raises(PackError, match="line 2 of 4 does not parse"):
+        pack_metrics(tmp_path / "r")
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [JSONL_NAME, "summary.json"]
+
+
 def test_a_resumed_run_unpacks_keeps_rows_up_to_its_checkpoint_and_appends(tmp_path):
     rows = _rows(5)
     _write(tmp_path / "r", rows)
