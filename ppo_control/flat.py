@@ -93,12 +93,9 @@ class FlatAdam:
     def clip_grad_norms(self, max_norm: float) -> None:
         """``update._clip_grad_norms`` on the flat gradients: the same norms (per parameter, then per network),
         each network's gradients scaled by one multiply of its segment."""
-        norms = torch._foreach_norm(self.grads, 2.0)
-        i = 0
-        for seg, n in self.segments:
-            total = torch.linalg.vector_norm(torch.stack(norms[i:i + n]), 2.0)
-            i += n
-            seg.mul_(torch.clamp(float(max_norm) / (total + 1e-6), max=1.0))
+        coefs = clip_coefs(torch._foreach_norm(self.grads, 2.0), [n for _, n in self.segments], max_norm)
+        for (seg, _), coef in zip(self.segments, coefs):
+            seg.mul_(coef)
 
     @torch.no_grad()
     def step(self) -> None:
@@ -109,6 +106,17 @@ class FlatAdam:
              maximize=g["maximize"], foreach=g["foreach"], capturable=g["capturable"], differentiable=False,
              fused=g["fused"], grad_scale=None, found_inf=None, decoupled_weight_decay=g["decoupled_weight_decay"])
         self.steps.copy_(self.step_ts[0])
+
+
+def clip_coefs(norms: List[torch.Tensor], counts: List[int], max_norm: float) -> List[torch.Tensor]:
+    """clip_grad_norm_'s factor per network: ``norms`` holds each parameter's gradient norm, network after
+    network, ``counts`` how many belong to each; the factor is min(1, max_norm / (total norm + 1e-6))."""
+    coefs, i = [], 0
+    for n in counts:
+        total = torch.linalg.vector_norm(torch.stack(norms[i:i + n]), 2.0)
+        i += n
+        coefs.append(torch.clamp(float(max_norm) / (total + 1e-6), max=1.0))
+    return coefs
 
 
 def _same(a: list, b: list) -> bool:

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from .config import Config
-from .flat import flat_adam
+from .flat import clip_coefs, flat_adam
 from .losses import clipped_surrogate, dual_clip_active, kl_k3, value_loss, weighted_mean
 from .networks import GaussianPolicy, ValueNet
 
@@ -297,8 +297,5 @@ def _clip_grad_norms(groups: List[List[nn.Parameter]], max_norm: float) -> None:
     if not grads:
         return
     norms = torch._foreach_norm([x for g in grads for x in g], 2.0)
-    i = 0
-    for g in grads:
-        total = torch.linalg.vector_norm(torch.stack(norms[i:i + len(g)]), 2.0)
-        i += len(g)
-        torch._foreach_mul_(g, torch.clamp(float(max_norm) / (total + 1e-6), max=1.0))
+    for g, coef in zip(grads, clip_coefs(norms, [len(g) for g in grads], max_norm)):
+        torch._foreach_mul_(g, coef)
