@@ -23,6 +23,8 @@ from .checkpoint import _atomic_write
 
 CSV_NAME, JSONL_NAME = "metrics.csv", "metrics.jsonl"
 PACKED_NAME = JSONL_NAME + ".xz"
+# every name a run's rows may be stored under, in the order readers prefer them
+METRICS_NAMES = (JSONL_NAME, PACKED_NAME, JSONL_NAME + ".gz", CSV_NAME)
 # the first line of a packed file: which columns hold float32 values written short
 PACK_FORMAT = "ppo_control.metrics/1"
 
@@ -30,7 +32,7 @@ PACK_FORMAT = "ppo_control.metrics/1"
 def metrics_file(run_dir) -> Optional[Path]:
     """The file holding a run's rows: metrics.jsonl (a run being written), metrics.jsonl.xz (packed),
     metrics.jsonl.gz, or an old run's metrics.csv; None if there is none."""
-    for name in (JSONL_NAME, PACKED_NAME, JSONL_NAME + ".gz", CSV_NAME):
+    for name in METRICS_NAMES:
         if (Path(run_dir) / name).exists():
             return Path(run_dir) / name
     return None
@@ -125,7 +127,7 @@ def pack_metrics(run_dir) -> Tuple[int, int]:
     if lines != len(rows):  # read_jsonl stops at a line that does not parse: the rest would be lost
         raise PackError(f"{src}: line {len(rows) + 1} of {lines} does not parse: not packed")
     before = src.stat().st_size
-    dupes = [run_dir / n for n in (CSV_NAME, JSONL_NAME + ".gz") if (run_dir / n).exists()]
+    dupes = [run_dir / n for n in METRICS_NAMES if n not in (JSONL_NAME, PACKED_NAME) and (run_dir / n).exists()]
     for d in dupes:
         if not _same_rows(read_metrics_file(d), rows):
             raise PackError(f"{d} differs from {src}: not packed; compare them and keep the right one")
@@ -166,7 +168,7 @@ class MetricsLogger:
             unpack_metrics(self.run_dir)
             self._truncate(resume_iteration)
         else:  # a fresh start in a reused folder
-            for name in (JSONL_NAME, PACKED_NAME, JSONL_NAME + ".gz", CSV_NAME):
+            for name in METRICS_NAMES:
                 (self.run_dir / name).unlink(missing_ok=True)
         # Events past the checkpoint (a kill -9 after it) are removed from the files themselves:
         # SummaryWriter's purge_step drops the checkpoint's own step too and relies on each reader

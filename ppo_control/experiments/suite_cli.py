@@ -100,8 +100,7 @@ def pack_runs(paths, dry_run: bool = False) -> int:
     print a line per run and a total; returns how many runs could not be packed."""
     from ..metrics import JSONL_NAME, PackError, pack_metrics
     from ..rundir import RunDirError, RunLock
-    runs = sorted({s.parent for p in map(Path, paths) if p.is_dir() for s in
-                   ([p / "summary.json"] if (p / "summary.json").exists() else p.rglob("summary.json"))
+    runs = sorted({s.parent for p in map(Path, paths) for s in Path(p).rglob("summary.json")  # p's own too
                    if (s.parent / JSONL_NAME).exists()})
     before = after = errors = 0
     for d in runs:
