@@ -95,6 +95,9 @@ def test_pack_command_packs_finished_runs_and_skips_unfinished_and_locked_ones(t
     _write(tmp_path / "a" / "busy", _rows(4))
     _write(tmp_path / "a" / "running", _rows(4))
     (tmp_path / "a" / "running" / "summary.json").unlink()
+    assert main(["pack", "--dry-run", str(tmp_path / "a")]) == 0  # lists, changes nothing
+    assert capsys.readouterr().out.count("would pack ") == 2
+    assert not list(tmp_path.rglob(PACKED_NAME))
     lock = RunLock(tmp_path / "a" / "busy", ["train"]).acquire()
     try:
         assert main(["pack", str(tmp_path / "a")]) == 0
