@@ -8,6 +8,7 @@ import pytest
 from ppo_control.cli import main
 from ppo_control.experiments.report import FOOTER, fill_blocks, first_table
 from ppo_control.metrics import read_metrics
+from ppo_control.rundir import RunLock
 from rundirs import write_run
 
 SUITE = """
@@ -125,6 +126,33 @@ metrics = ["eval_return", "final_return"]
 
 
 @pytest.mark.slow
+def test_pack_into_a_suite_moves_its_runs_to_suite_task_setting_seed_and_the_table_is_unchanged(repo, capsys):
+    assert main(["report", "tiny"]) == 0
+    table = first_table((repo / "results" / "tiny" / "t.md").read_text())
+    capsys.readouterr()
+    assert main(["pack", "results/runs/made_before", "--into", "tiny", "--dry-run"]) == 0
+    assert capsys.readouterr().out.count("would move ") == 4 and (repo / "results/runs/made_before/a1").is_dir()
+    lock = RunLock(repo / "results/runs/made_before/b2", ["train"]).acquire()  # being extended: stays
+    try:
+        assert main(["pack", "results/runs/made_before", "--into", "tiny"]) == 0
+    finally:
+        lock.release()
+    out = capsys.readouterr().out
+    placed = repo / "results" / "runs" / "tiny" / "Hopper-v5"
+    assert sorted(str(p.relative_to(placed)) for p in placed.glob("*/seed_*")) == ["a/seed_1", "a/seed_2", "b/seed_1"]
+    assert (placed / "a" / "seed_2" / "metrics.jsonl.xz").exists() and not (repo / "results/runs/made_before/a2").exists()
+    assert "stays" in out and (repo / "results/runs/made_before/b2").is_dir()  # locked
+    assert (repo / "results/runs/made_before/other").is_dir()  # no job of the suite finds it
+    # the same runs found in their new places, in seed order as before: no table changes but its footer
+    assert main(["report", "tiny", "--check"]) == 0
+    assert main(["report", "tiny"]) == 0 and first_table((repo / "results" / "tiny" / "t.md").read_text()) == table
+    assert "results/runs/tiny/Hopper-v5/a" in (repo / "results" / "tiny" / "t.md").read_text()  # the footer's folders
+    assert main(["pack", "results/runs/made_before", "--into", "tiny"]) == 0  # b2 now; a placed run stays put
+    assert (placed / "b" / "seed_2").is_dir() and (placed / "a" / "seed_1").is_dir()
+    assert main(["pack", "results/runs", "--into", "nope"]) == 2  # a bad suite name: one line, nothing moved
+    assert "no suite file" in capsys.readouterr().err and (placed / "a" / "seed_1").is_dir()
+
+
 def test_bench_runs_a_tiny_suite_resumably_and_reports(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "benchmarks" / "suites").mkdir(parents=True)

@@ -18,7 +18,7 @@ its 95% bootstrap CI, its share of each PPO preset's mean, wall time and updates
 targets, judged on the best setting with at least 5 seeds) and OUT.csv (one row per setting).
 
 The 10M target (within 10% of PPO on 3 of 4 tasks) is judged apart, in OUT_10M.md, from the runs of
-``benchmarks/grpo_10m.sh`` (results/runs/grpo_10m): per task and GRPO setting the final evaluation of every
+the grpo_vs_ppo_10m suite (``ppo-control bench grpo_vs_ppo_10m``): per task and GRPO setting the final evaluation of every
 finished seed, against the tuned preset's 10M runs, with a bootstrap CI of the ratio of the two means
 (seeds of each side resampled). A verdict needs MIN_SEEDS finished seeds on both sides (10 on HalfCheetah,
 whose runs are bimodal); below that the share is shown and the verdict says how many seeds are missing.
@@ -53,7 +53,7 @@ FACTORIAL_MIN_SEEDS = 3
 POOL_KEYS = [k for k in GRPO_KEYS if k not in ("batch", "grpo_freeze_ended")]
 MIN_SEEDS = 5  # the house rule for a claim
 MIN_SEEDS_TASK = {"HalfCheetah-v5": 10}  # bimodal runs: the house rule asks for 10 seeds there
-TEN_M = R / "grpo_10m"  # benchmarks/grpo_10m.sh: grpo/ENV__..., ppo_tuned/ENV__sSEED
+TEN_M = "grpo_vs_ppo_10m"  # the suite of the 10M runs: PPO's settings ppo_*, GRPO's grpo_*
 TEN_M_KEYS = [k for k in POOL_KEYS if k != "batch"] + ["log_std_max"]  # 10M only: the std-cap runs (grpo:...:log_std_max=0)
 TEN_M_NEED = 3  # the 10M target: within 10% of tuned PPO on 3 of the 4 tasks
 LABEL_KEYS = ("start_state", "horizon", "gamma", "grpo_adv_scale")  # the 10M table's GRPO setting column
@@ -73,9 +73,9 @@ def ten_m_targets(out: str) -> None:
             "GRPO / PPO [95% CI] | within 10% of PPO | late evals (8-10M): GRPO / PPO [95% CI] |")
     lines += [head, "|---|---|---|---:|---|---:|---:|---|---:|"]
     for env in TASKS:
-        grpo = [r for r in load_runs(sorted((TEN_M / "grpo").glob(f"{env}__*")), curve_key="eval/return")
+        grpo = [r for r in load_runs(ten_m_dirs(env, lambda s: s.startswith("grpo_")), curve_key="eval/return")
                 if r.status == "finished"]
-        ppo = [r for r in load_runs(sorted((TEN_M / "ppo_tuned").glob(f"{env}__s*")), curve_key="eval/return")
+        ppo = [r for r in load_runs(ten_m_dirs(env, "ppo_tuned".__eq__), curve_key="eval/return")
                if r.status == "finished"]
         if not grpo:
             lines.append(f"| {env} | no finished 10M GRPO run | | | | | | not measured | |")
@@ -126,7 +126,7 @@ def ten_m_targets(out: str) -> None:
     lines += ["", f"Tasks judged (enough seeds on both sides): {judged} of {len(TASKS)}; within 10% of tuned PPO: "
               f"{met} of those. The target asks for {TEN_M_NEED} of {len(TASKS)}; it is {outcome}", "",
               "Final eval = deterministic evaluation of the final policy at 10M steps, 10 episodes; one number per seed. "
-              "GRPO: `bash benchmarks/grpo_10m.sh` with the SETTINGS named in each run's config.json (visited or reset "
+              "GRPO: `ppo-control bench grpo_vs_ppo_10m`, the settings named in each run's config.json (visited or reset "
               "starts, per-step advantages, G 8, 64 envs, init log-std -0.5); PPO: the tuned preset (`--preset tuned`, "
               "each task's row). Runs come from several sessions and CPU models of the pool, two runs at a time; "
               "chunked runs were resumed from their checkpoints. The ratio's CI resamples each side's seeds "
@@ -144,18 +144,19 @@ def ten_m_targets(out: str) -> None:
     print(f"wrote {path}")
 
 
+def ten_m_dirs(env: str, pick) -> list:
+    """The run directories the 10M suite finds for ``env`` in the settings ``pick`` (name -> bool) keeps."""
+    return sorted(d for j, d in suite_runs(load_suite(TEN_M), _index(), tasks=[env]) if d and pick(j.setting))
+
+
+BASELINES = {"ppo_default": "default preset", "ppo_tuned_lr_decay_1m": "tuned preset, lr_decay_steps=1000000, lr_floor=0.1"}
+
+
 def baseline_groups(env: str) -> dict:
-    """The 10M PPO runs beside the declared baseline, by name without the seed: PPO's default preset
-    (ppo_default/ENV__[FIELDS__]sSEED) and tuned-preset runs with changed fields (ppo_tuned/ENV__FIELD=V__sSEED,
-    e.g. the Ant learning-rate-schedule control). The plain tuned runs (ENV__sSEED) are the verdict's own."""
-    groups: dict = {}
-    for preset in ("default", "tuned"):
-        for d in sorted((TEN_M / f"ppo_{preset}").glob(f"{env}__*")):
-            name, _, seed = d.name.rpartition("__")
-            if d.is_dir() and seed.startswith("s") and (preset == "default" or name != env):
-                fields = name[len(env) + 2:].replace("__", ", ")
-                groups.setdefault(f"{preset} preset" + (f", {fields}" if fields else ""), []).append(d)
-    return groups
+    """The 10M PPO runs beside the declared baseline (the suite's ppo_tuned setting): PPO's default preset and
+    tuned-preset runs with changed fields (the Ant learning-rate-schedule control), by label."""
+    groups = {label: ten_m_dirs(env, name.__eq__) for name, label in BASELINES.items()}
+    return {label: dirs for label, dirs in groups.items() if dirs}
 
 
 def other_baselines(best_rows: dict) -> tuple:

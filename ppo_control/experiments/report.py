@@ -85,8 +85,8 @@ def load_suite_runs(suite: Suite, index: RunIndex):
             if d not in index.loaded:
                 index.loaded[d] = load_run(d, RETURN_KEY)
             runs.append(index.loaded[d])
-    for _, runs in out.values():  # by path, as load_runs orders them: the bootstrap's draws follow the order
-        runs.sort(key=lambda r: str(r.path))
+    for _, runs in out.values():  # by seed: the bootstrap's draws follow the order, which a run's folder
+        runs.sort(key=lambda r: (r.config.get("seed", 0), str(r.path)))  # then must not change
     return out
 
 

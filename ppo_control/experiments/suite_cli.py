@@ -55,7 +55,10 @@ def add_parsers(sub) -> None:
                        "before the original goes, and a resumed run unpacks it. Runs being written are skipped. "
                        "bench packs the runs it finishes.")
     k.add_argument("paths", nargs="+", metavar="PATH", help="run directories or folders holding them")
-    k.add_argument("--dry-run", action="store_true", help="list the runs that would be packed, change nothing")
+    k.add_argument("--into", nargs="+", metavar="SUITE", help="then move each finished run under PATH that a job of "
+                   "these suites finds (the first suite that finds it) to RUNS_ROOT/SUITE/TASK/SETTING/seed_N")
+    k.add_argument("--runs-root", default=str(RUNS_ROOT), help="with --into: the runs root (default: %(default)s)")
+    k.add_argument("--dry-run", action="store_true", help="list the runs that would be packed or moved, change nothing")
     k.set_defaults(func=_cmd_pack)
 
 
@@ -130,7 +133,57 @@ def _cmd_pack(args: argparse.Namespace) -> int:
     missing = [p for p in args.paths if not Path(p).is_dir()]
     if missing:
         raise ConfigError(f"not a folder: {', '.join(missing)}; give run directories or folders holding them")
-    return 1 if pack_runs(args.paths, args.dry_run) else 0
+    suites = [load_suite(s) for s in args.into or ()]  # a bad suite name stops it before anything changes
+    errors = pack_runs(args.paths, args.dry_run)
+    if suites:
+        place_runs(args.paths, suites, RunIndex(args.runs_root), args.dry_run)
+    return 1 if errors else 0
+
+
+def place_runs(paths, suites: List[Suite], index: RunIndex, dry_run: bool = False) -> Dict[Path, Path]:
+    """Move each finished run in or under ``paths`` to the folder a suite's job gives it
+    (``index.root / job.rel_dir``), the first of ``suites`` whose job finds it (:func:`suites.same_run`);
+    a run no job finds, or whose place is taken, stays. Returns {old: new} for the runs moved (or, with
+    ``dry_run``, that would be)."""
+    import os
+    runs = sorted({s.parent.resolve() for p in map(Path, paths) for s in Path(p).rglob("summary.json")})
+    root = index.root.resolve()
+    placed = {p.stem for p in SUITES_DIR.glob("*.toml")} | {s.name for s in suites}
+    runs = [d for d in runs if not _in_place(d, root, placed)]  # already in a suite's place: stays there
+    moved: Dict[Path, Path] = {}
+    for suite in suites:
+        for job in suite.jobs():
+            for d in index.matches(job):
+                d = d.resolve()
+                new = root / job.rel_dir
+                if d not in runs or d in moved or d == new:
+                    continue
+                if new.exists() or new in moved.values():
+                    print(f"stays {d}: {new} is taken")
+                    continue
+                moved[d] = new
+    from ..rundir import RunDirError, RunLock
+    for old, new in list(moved.items()):
+        try:  # a run being extended or resumed stays where its writer expects it
+            RunLock(old, ["ppo-control", "pack", "--into"]).acquire().release(undo=True)
+        except RunDirError as e:
+            print(f"stays {old}: {e}")
+            del moved[old]
+            continue
+        print(f"{'would move' if dry_run else 'moved'} {old.relative_to(root)} -> {new.relative_to(root)}")
+        if not dry_run:
+            new.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(old, new)
+    for d in runs:
+        if d not in moved:
+            print(f"stays {d}: no job of {', '.join(s.name for s in suites)} finds it here")
+    return moved
+
+
+def _in_place(d: Path, root: Path, suites) -> bool:
+    """Whether ``d`` already lies at a SUITE/TASK/SETTING/seed_N place of one of the suites named."""
+    parts = d.relative_to(root).parts if d.is_relative_to(root) else ()
+    return len(parts) == 4 and parts[0] in suites and parts[3].startswith("seed_")
 
 
 def _command(args: argparse.Namespace) -> List[str]:
