@@ -3,10 +3,10 @@
     python -m benchmarks.studies.ppo_ant_10m_diag [--out results/grpo_10m/ant_ppo_diag.md]
 
 No training: reads the finished tuned-PPO Ant runs of the 1M study (results/runs/tuned_1m/Ant), of the 10M
-campaign (results/runs/grpo_10m/ppo_tuned/Ant-v5__s*) and of its lr-schedule control (the same preset with
-lr_decay_steps=1M, lr_floor=0.1: `SETTINGS=ppo:lr_decay_steps=1000000:lr_floor=0.1 bash benchmarks/grpo_10m.sh`),
+suite mujoco_10m (results/runs/mujoco_10m/Ant-v5/tuned) and of its lr-schedule controls (the same preset with
+lr_decay_steps=1M, lr_floor=0.1: setting tuned_lr_decay_1m; a KL-adaptive lr: setting tuned_lr_adapt_kl),
 and, for comparison, PPO's default preset at 1M (results/runs/mujoco_suite/ppo_default) and at 10M
-(`SETTINGS=ppo_default bash benchmarks/grpo_10m.sh`); it prints, at fixed env steps, each group's seed mean of
+(results/runs/grpo_10m/ppo_default); it prints, at fixed env steps, each group's seed mean of
 the logged learning rate, policy std, approximate KL, clip fraction and training episode length (iterations
 within 50k steps of the mark), plus the deterministic periodic evaluation nearest the mark. Within a preset the
 1M and 10M groups run the same settings; `anneal_lr` ties the linear decay to `total_steps`, so at 1M steps the 1M runs are at lr ~0 while the
@@ -29,12 +29,11 @@ from ppo_control.experiments.aggregate import load_run, provenance, provenance_t
 from ppo_control.metrics import metrics_file
 
 GROUPS = {"1M runs (tuned_1m)": "results/runs/tuned_1m/Ant/Ant-v5__s*",
-          "10M runs (grpo_10m/ppo_tuned)": "results/runs/grpo_10m/ppo_tuned/Ant-v5__s*",
-          "10M control: lr_decay_steps=1M, lr_floor=0.1": "results/runs/grpo_10m/ppo_tuned/Ant-v5__lr_decay_steps=1000000__lr_floor=0.1__s*",
+          "10M runs (mujoco_10m, tuned)": "results/runs/mujoco_10m/Ant-v5/tuned/seed_*",
+          "10M control: lr_decay_steps=1M, lr_floor=0.1": "results/runs/mujoco_10m/Ant-v5/tuned_lr_decay_1m/seed_*",
           "default preset, 1M runs (mujoco_suite)": "results/runs/mujoco_suite/ppo_default/Ant-v5__ppo__s*",
           "default preset, 10M runs (grpo_10m/ppo_default)": "results/runs/grpo_10m/ppo_default/Ant-v5__s*",
-          "10M, KL-adaptive lr (lr_adapt_kl=0.01, no anneal)": "results/runs/ppo_horizon/Ant-v5__tuned_adaptkl__s* "
-                                                               "results/runs/mujoco_10m/Ant-v5/tuned_lr_adapt_kl/seed_*"}
+          "10M, KL-adaptive lr (lr_adapt_kl=0.01, no anneal)": "results/runs/mujoco_10m/Ant-v5/tuned_lr_adapt_kl/seed_*"}
 IN_PROGRESS = {"10M, KL-adaptive lr (lr_adapt_kl=0.01, no anneal)"}
 MARKS = [0.25e6, 0.5e6, 1e6, 2e6, 5e6, 10e6]
 KEYS = [("lr", "charts/learning_rate", "{:.5f}"), ("std", "policy/std_mean", "{:.3f}"),
