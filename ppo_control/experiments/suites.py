@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..config import Config, ConfigError, make_config
+from ..values import file_value
 from .aggregate import format_value, saved_config
 from .jobs import config_differences
 
@@ -159,7 +160,10 @@ def parse_suite(data: dict, name: str, path: Path = Path("-")) -> Suite:
         s_tasks = list(spec.get("tasks", tasks))
         s_seeds = {t: tuple(spec.get("seeds_for", {}).get(t, seeds_for.get(t, spec.get("seeds", seeds))))
                    for t in s_tasks}
-        overrides = _typed({**base, **{k: v for k, v in spec.items() if k in _FIELDS and k != "preset"}})
+        try:
+            overrides = _typed({**base, **{k: v for k, v in spec.items() if k in _FIELDS and k != "preset"}})
+        except ConfigError as e:
+            raise ConfigError(f"{path}: setting {sname!r}: {e}") from None
         settings.append(Setting(sname, spec.get("preset", preset), overrides, tuple(s_tasks), s_seeds))
     suite = Suite(name, path, data.get("description", ""), tuple(settings), tuple(data.get("table", [])),
                   tuple(data.get("figure", [])), tuple(data.get("command", [])))
@@ -168,9 +172,9 @@ def parse_suite(data: dict, name: str, path: Path = Path("-")) -> Suite:
 
 
 def _typed(values: dict) -> dict:
-    """TOML lists for tuple fields (hidden sizes) as tuples."""
-    return {k: tuple(v) if isinstance(v, list) and _FIELDS[k].type.startswith(("Tuple", "Optional[Tuple"))
-            else v for k, v in values.items()}
+    """Each value as a preset file reads it (``values.file_value``): TOML lists for tuple fields (hidden
+    sizes) as tuples, "none" for an Optional field that is off (a setting can undo a preset row's value)."""
+    return {k: file_value(k, v) for k, v in values.items()}
 
 
 # Finding the runs ---------------------------------------------------------------------------------
