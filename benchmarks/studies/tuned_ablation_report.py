@@ -54,12 +54,15 @@ def _ci(lo, hi):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--base", default="results/runs/tuned_1m")
+    p.add_argument("--base-for", nargs="*", default=[], metavar="TASK=DIR",
+                   help="a task's baseline runs elsewhere than BASE/TASK (e.g. moved to its suite's folder)")
     p.add_argument("--runs", default="results/runs/tuned_ablation")
     p.add_argument("--out", default="results/tuned_ablation/ablation")
     a = p.parse_args(argv)
     rows, seeds_used = [], set()
+    base_for = dict(x.split("=", 1) for x in a.base_for)
     for task_dir in sorted(Path(a.runs).iterdir()) if Path(a.runs).is_dir() else []:
-        base = _finished(Path(a.base) / task_dir.name)
+        base = _finished(Path(base_for.get(task_dir.name, Path(a.base) / task_dir.name)))
         for change, label in CHANGES.items():
             if not (task_dir / change).is_dir():
                 continue
