@@ -35,6 +35,10 @@ class RunDirError(RuntimeError):
     """A run directory that cannot be created, is in use, or holds something else."""
 
 
+class RunInUseError(RunDirError):
+    """A run directory whose lock another live writer holds: the directory is that writer's."""
+
+
 def default_run_name(env_id: str, algo: str, seed: int) -> str:
     """``ENV__ALGO__sSEED__YYYYmmdd-HHMMSS-xxxx``: the random suffix keeps runs started in the same
     second apart (and ``create_run_dir`` still draws another one if a name is taken)."""
@@ -76,7 +80,7 @@ class RunLock:
                 if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                     raise
                 self.created = False  # the file is the holder's
-                raise RunDirError(f"{self.path.parent} is in use by another writer ({self._holder()}); "
+                raise RunInUseError(f"{self.path.parent} is in use by another writer ({self._holder()}); "
                                   f"wait for it to finish or stop it, then resume") from None
         self.fd = fd
         self.previous = os.read(fd, 1 << 16)  # the last holder's record, put back if this start is refused

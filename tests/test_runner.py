@@ -66,6 +66,20 @@ def test_default_workers_fill_cores_without_oversubscribing(monkeypatch):
     assert default_workers([tiny(num_envs=16, vectorization="async")]) == 1
 
 
+def test_a_job_whose_run_another_writer_holds_fails_without_touching_that_run(tmp_path):
+    from ppo_control.rundir import RunLock
+    train(tiny(out_dir=str(tmp_path), run_name="busy", total_steps=128, checkpoint_every=1))
+    (tmp_path / "busy" / "summary.json").unlink()  # an unfinished run, as a writer would hold it
+    before = sorted(p.name for p in (tmp_path / "busy").iterdir())
+    lock = RunLock(tmp_path / "busy", ["train"]).acquire()
+    try:
+        [r] = run_jobs([("busy", tiny(total_steps=128, checkpoint_every=1))], tmp_path, workers=1, echo=lambda s: None)
+    finally:
+        lock.release()
+    assert (r.action, r.status) == ("resume", "failed") and "in use by another writer" in r.error
+    assert "Traceback" not in r.error and sorted(p.name for p in (tmp_path / "busy").iterdir()) == before
+
+
 @pytest.mark.slow
 def test_skip_resume_and_failure_on_real_runs(tmp_path, monkeypatch):
     train(tiny(out_dir=str(tmp_path), run_name="done"))

@@ -17,6 +17,7 @@ from typing import Callable, List, Optional, Tuple
 
 from ..checkpoint import CHECKPOINT_NAME
 from ..config import OUTPUT_ONLY_FIELDS, Config
+from ..rundir import RunInUseError
 
 LOG_NAME, ERROR_NAME = "runner.jsonl", "error.txt"
 STOP_GRACE_S = 120.0  # time a stopped job gets to write its checkpoint before it is killed
@@ -84,6 +85,8 @@ def run_job(cfg_dict: dict) -> dict:
             status = "finished"
         except KeyboardInterrupt:
             status = "interrupted"
+        except RunInUseError as e:  # another writer's run: its directory gets no error.txt from this job
+            status, error = "failed", str(e)
         except Exception:
             status, error = "failed", traceback.format_exc()
             write_error(run_dir, error)
