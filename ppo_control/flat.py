@@ -12,6 +12,8 @@ its ``state`` holds the views, so its ``state_dict`` is unchanged.
 """
 from __future__ import annotations
 
+import sys
+from contextlib import contextmanager
 from typing import List, Optional
 
 import torch
@@ -56,6 +58,8 @@ class FlatAdam:
                     s, k = state[p], offset[p]
                     view = lambda buf: buf[k:k + p.numel()].view_as(p)  # noqa: E731
                     view(self.P).copy_(p)
+                    if p.grad is not None:  # built between backward and the first step (flat_adam's init)
+                        view(self.G).copy_(p.grad)
                     view(self.EA).copy_(s["exp_avg"])
                     view(self.EAS).copy_(s["exp_avg_sq"])
                     p.data = view(self.P)
@@ -123,11 +127,17 @@ def _same(a: list, b: list) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
-def flat_adam(optimizer: torch.optim.Optimizer, groups: List[List[nn.Parameter]]) -> Optional[FlatAdam]:
+def flat_adam(optimizer: torch.optim.Optimizer, groups: List[List[nn.Parameter]],
+              init: bool = False) -> Optional[FlatAdam]:
     """The :class:`FlatAdam` of ``optimizer`` over ``groups`` (kept on the optimizer and reused while its
     views stand), or None where the plain loop must run: another optimizer, amsgrad, several param groups,
     mixed devices or dtypes, or before Adam has state, with one step count, for every parameter (a
-    parameter that gets no gradient keeps no state, and the flat step would move its moments)."""
+    parameter that gets no gradient keeps no state, and the flat step would move its moments).
+
+    ``init``: where no parameter has state yet and every one has a gradient (between the run's first
+    backward and its first step), create the state first with Adam's own lazy initialisation, the one
+    ``optimizer.step()`` runs, so the first step is a flat one too (``optimizer.step()`` imports
+    torch._dynamo: see :func:`no_dynamo_import`)."""
     cached = getattr(optimizer, "_flat_adam", None)
     if cached is not None and cached.intact(groups):
         return cached
@@ -139,6 +149,8 @@ def flat_adam(optimizer: torch.optim.Optimizer, groups: List[List[nn.Parameter]]
         return None
     if any(p.device != params[0].device or p.dtype != params[0].dtype or not p.requires_grad for p in params):
         return None
+    if init and not optimizer.state and all(p.grad is not None for p in params):
+        optimizer._init_group(group, [], [], [], [], [], [])  # noqa: SLF001 - what Adam.step() calls first
     state = [optimizer.state.get(p, {}) for p in params]
     if any(set(s) != {"step", "exp_avg", "exp_avg_sq"} for s in state):
         return None
@@ -146,3 +158,32 @@ def flat_adam(optimizer: torch.optim.Optimizer, groups: List[List[nn.Parameter]]
         return None
     optimizer._flat_adam = FlatAdam(optimizer, groups)  # noqa: SLF001 - reused by the next update
     return optimizer._flat_adam
+
+
+# torch.optim.Optimizer's methods that torch wraps in ``torch._disable_dynamo``
+_DYNAMO_DISABLED = ("add_param_group", "state_dict", "load_state_dict")
+
+
+@contextmanager
+def no_dynamo_import():
+    """Inside this block, building a ``torch.optim`` optimizer, its ``state_dict`` and ``load_state_dict`` do
+    not import ``torch._dynamo``.
+
+    torch marks those methods "not to be traced by torch.compile" with ``torch._disable_dynamo``, which
+    imports torch._dynamo at the first call to build the marker: ~1.2 s of CPU here, a tenth of a whole
+    40,960-step classic run that never compiles.  While torch._dynamo is not imported nothing can be
+    tracing, and the marker would call the method as it is: here it is told to, through the attribute it
+    caches the marked method under (``torch/_compile.py``), which is removed again at the end of the block.
+    Once torch._dynamo is imported (a compiled run) the block changes nothing."""
+    fns = []
+    if "torch._dynamo" not in sys.modules:
+        fns = [getattr(getattr(torch.optim.Optimizer, name), "__wrapped__", None) for name in _DYNAMO_DISABLED]
+        fns = [f for f in fns if f is not None and not hasattr(f, "__dynamo_disable")]
+    for f in fns:
+        setattr(f, "__dynamo_disable", f)
+    try:
+        yield
+    finally:
+        for f in fns:
+            if getattr(f, "__dynamo_disable", None) is f:
+                delattr(f, "__dynamo_disable")

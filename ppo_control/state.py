@@ -20,6 +20,7 @@ from .algorithms import Algorithm
 from .checkpoint import CheckpointError, load_module_state, to_arrays, to_tensors
 from .config import Config, ConfigError
 from .envs import SnapshotError, VecEnv, make_vec_env
+from .flat import no_dynamo_import
 from .networks import GaussianPolicy, ValueNet, make_critic, make_policy
 from .normalize import ObsNormalizer, RewardScaler
 from .rollout import RolloutState
@@ -103,6 +104,8 @@ class TrainState:
         """Detached copy of the full state (a checkpoint's content)."""
         cpu = lambda sd: {k: v.detach().cpu().clone() for k, v in sd.items()}  # noqa: E731
         rs = self.rollout
+        with no_dynamo_import():
+            opt = self.optimizer.state_dict()
         return {
             "config": self.cfg.to_dict(),
             "iteration": self.iteration,
@@ -110,7 +113,7 @@ class TrainState:
             "wall_time": self.wall_time,
             "policy": cpu(self.policy.state_dict()),
             "critic": cpu(self.critic.state_dict()) if self.critic is not None else None,
-            "optimizer": _to_cpu(self.optimizer.state_dict()),
+            "optimizer": _to_cpu(opt),
             "obs_norm": self.obs_norm.state_dict(),
             "rew_scaler": self.rew_scaler.state_dict(),
             "rng": {"torch": torch.get_rng_state(), "generator": self.generator.get_state(),
@@ -140,7 +143,8 @@ class TrainState:
         if self.critic is not None:
             load_module_state(self.critic, st["critic"], "critic", path)
         try:
-            self.optimizer.load_state_dict(st["optimizer"])
+            with no_dynamo_import():
+                self.optimizer.load_state_dict(st["optimizer"])
             self.obs_norm.load_state_dict(st["obs_norm"])
             self.rew_scaler.load_state_dict(st["rew_scaler"])
         except (ValueError, KeyError, RuntimeError) as e:

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from .config import Config
-from .flat import clip_coefs, flat_adam
+from .flat import clip_coefs, flat_adam, no_dynamo_import
 from .losses import clipped_surrogate, dual_clip_active, kl_k3, value_loss, weighted_mean
 from .networks import GaussianPolicy, ValueNet
 
@@ -107,8 +107,8 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
     algorithm's ``loss_terms``) says which loss terms are trained and so which of its fields are read.
 
     Per minibatch: :func:`minibatch_loss`, ``loss.backward()``, ``clip_grad_norm_`` on the policy
-    and the critic separately, ``optimizer.step()`` (from the run's second minibatch on, the zeroing of the
-    gradients, the clipping and the step run on flat buffers: flat.py).  ``refresh`` (PPO's ``adv_every_epoch``)
+    and the critic separately, ``optimizer.step()`` (its step from the run's first minibatch on, the zeroing of the
+    gradients and the clipping from the second: on flat buffers, flat.py).  ``refresh`` (PPO's ``adv_every_epoch``)
     returns new flat ``advantages`` and ``returns`` before every epoch after the first.  ``compiled``
     runs the loss through ``torch.compile`` (default: ``cfg.compile == "on"``; training passes
     :func:`compile_decision`, which also resolves ``"auto"``).
@@ -129,7 +129,7 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
     compiled = cfg.compile == "on" if compiled is None else compiled
     loss_fn = compiled_loss() if compiled else minibatch_loss
     flat_params = [p for ps in params for p in ps]
-    # after the first Adam step of the run, the zeroing, clipping and step run on flat buffers (flat.py)
+    # once Adam has state (made at the run's first step), zeroing, clipping and step run on flat buffers (flat.py)
     flat, tried = flat_adam(optimizer, params), False
     for epoch in range(cfg.update_epochs):
         if refresh is not None and epoch > 0:
@@ -151,9 +151,12 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
                     p.grad = None
                 loss.backward()
                 _clip_grad_norms(params, cfg.max_grad_norm)
-                optimizer.step()
-                if not tried:
-                    flat, tried = flat_adam(optimizer, params), True
+                if not tried:  # a run's first step makes Adam's state (flat_adam's init), then steps flat
+                    flat, tried = flat_adam(optimizer, params, init=True), True
+                if flat is not None:
+                    flat.step()
+                else:
+                    optimizer.step()
             stats += st.values()
             logratios.append(logratio)
             advs.append(adv)
@@ -267,7 +270,8 @@ def compiled_loss():
 def make_optimizer(nets: List[nn.Module], cfg: Config) -> torch.optim.Adam:
     """One Adam over the policy (and critic) parameters; ``fused`` where the device supports it."""
     params = [p for n in nets for p in n.parameters()]
-    return torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, **_fast_adam_kwargs(params[0].device))
+    with no_dynamo_import():
+        return torch.optim.Adam(params, lr=cfg.lr, eps=cfg.adam_eps, **_fast_adam_kwargs(params[0].device))
 
 
 def _fast_adam_kwargs(device: torch.device) -> dict:

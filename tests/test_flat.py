@@ -1,4 +1,9 @@
 """The flat buffers of flat.py: the update with them is the update without them, bit for bit."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -8,6 +13,7 @@ from ppo_control.config import make_config
 from ppo_control.networks import make_critic, make_policy
 from ppo_control.update import LossTerms, make_optimizer, update
 
+ROOT = Path(__file__).resolve().parents[1]
 CASES = {  # (obs_dim, act_dim, config): HalfCheetah-sized classic nets; tiny nets whose every bias has a tail
     "classic": (17, 6, dict(num_steps=512, update_epochs=2, num_minibatches=8)),
     "tiny": (4, 1, dict(hidden_sizes=(8, 8), num_steps=64, num_minibatches=2, update_epochs=3)),
@@ -27,7 +33,7 @@ def _batch(cfg, obs_dim, act_dim, seed):
 
 def _train(case, monkeypatch, flat_on, between=None):
     obs_dim, act_dim, over = CASES[case]
-    monkeypatch.setattr(update_mod, "flat_adam", flat_mod.flat_adam if flat_on else (lambda *a: None))
+    monkeypatch.setattr(update_mod, "flat_adam", flat_mod.flat_adam if flat_on else (lambda *a, **k: None))
     cfg = make_config("classic", **over)
     torch.manual_seed(0)
     pi, vf = make_policy(cfg, obs_dim, act_dim), make_critic(cfg, obs_dim)
@@ -80,5 +86,59 @@ def test_no_flat_path_where_it_would_change_the_update():
         p.grad = torch.ones_like(p)
     amsgrad.step()
     assert flat_mod.flat_adam(amsgrad, groups) is None
+    pi.log_std.grad = None
+    assert flat_mod.flat_adam(opt, groups, init=True) is None and not opt.state  # init needs every gradient
+    pi.log_std.grad = torch.ones_like(pi.log_std)
     opt.step()
     assert flat_mod.flat_adam(opt, groups) is not None
+
+
+def test_the_first_step_is_flat_and_makes_the_state_adam_makes():
+    cfg = make_config("classic", num_steps=64, num_minibatches=2, update_epochs=1)
+    nets, opts = [], []
+    for first in ("flat", "optimizer.step"):
+        torch.manual_seed(0)
+        pi, vf = make_policy(cfg, 3, 2), make_critic(cfg, 3)
+        opt = make_optimizer([pi, vf], cfg)
+        groups = [list(pi.parameters()), list(vf.parameters())]
+        for p in (p for g in groups for p in g):
+            p.grad = torch.full_like(p, 0.25)
+        if first == "flat":
+            f = flat_mod.flat_adam(opt, groups, init=True)
+            assert f is not None and torch.equal(f.G[:4], torch.full((4,), 0.25))  # the gradients were taken in
+            f.step()
+        else:
+            opt.step()
+        nets.append((pi, vf, opt))
+    _assert_same(*nets)
+    # Adam's first step moves every weight by lr (the bias-corrected m / sqrt(v) is 1 for a constant gradient)
+    moved = nets[0][0].log_std.detach() - cfg.init_log_std
+    assert torch.allclose(moved, torch.full_like(moved, -cfg.lr), rtol=1e-4)
+    assert float(nets[0][2].state_dict()["state"][0]["step"]) == 1.0
+
+
+NO_DYNAMO = r"""
+import sys, tempfile
+from ppo_control import make_config, train
+kw = dict(env_id="InvertedPendulum-v5", eval_episodes=0, progress=False, tensorboard=False, compile="off",
+          out_dir=tempfile.mkdtemp(), run_name="r")
+s = train(make_config("classic", total_steps=128, num_steps=64, num_minibatches=2, update_epochs=1, **kw))
+train(resume=s["run_dir"], changes={"total_steps": 256})  # capture, load_state_dict and the flat path again
+print("torch._dynamo" in sys.modules)
+"""
+
+
+def test_an_eager_run_and_its_resume_never_import_torch_dynamo(tmp_path):
+    # importing torch._dynamo costs ~1.2 s of CPU, a tenth of a 40,960-step classic run (flat.no_dynamo_import)
+    out = subprocess.run([sys.executable, "-c", NO_DYNAMO], capture_output=True, text=True, check=True,
+                         cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.stdout.split()[-1] == "False", out.stderr[-2000:]
+
+
+def test_no_dynamo_import_leaves_torch_as_it_was():
+    fns = [getattr(torch.optim.Optimizer, n).__wrapped__ for n in flat_mod._DYNAMO_DISABLED]
+    before = [getattr(f, "__dynamo_disable", None) for f in fns]
+    with flat_mod.no_dynamo_import():
+        if "torch._dynamo" not in sys.modules:
+            assert all(getattr(f, "__dynamo_disable") is f for f in fns)
+    assert [getattr(f, "__dynamo_disable", None) for f in fns] == before

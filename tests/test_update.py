@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from ppo_control import algorithms
+from ppo_control import flat as flat_mod
 from ppo_control import update as update_mod
 from ppo_control.config import make_config
 from ppo_control.losses import weighted_mean
@@ -112,7 +113,8 @@ def test_layer_norm_critic_of_another_width_trains():
     assert not torch.equal(ln.weight, torch.ones_like(ln.weight))  # LayerNorm's own parameters are trained
 
 
-def test_gradients_are_clipped_per_network():
+@pytest.mark.parametrize("flat", [True, False])
+def test_gradients_are_clipped_per_network(flat, monkeypatch):
     cfg = make_config("classic", lr=1e-3, update_epochs=1, num_minibatches=1, max_grad_norm=0.5)
     torch.manual_seed(0)
     pi, vf = GaussianPolicy(mlp(4, (8,), 2, out_gain=0.01), 2), ValueNet(mlp(4, (8,), 1))
@@ -120,14 +122,21 @@ def test_gradients_are_clipped_per_network():
     data["returns"] = data["returns"] * 1e4  # a huge value-loss gradient must not leak into the policy's clip
     opt = make_optimizer([pi, vf], cfg)
     seen = {}
-    real_step = opt.step
 
-    def step():
-        seen["pi"] = torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in pi.parameters()]))
-        seen["vf"] = torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in vf.parameters()]))
-        real_step()
-    opt.step = step
+    def seeing(real_step):
+        def step(*args):
+            seen["pi"] = torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in pi.parameters()]))
+            seen["vf"] = torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in vf.parameters()]))
+            real_step(*args)
+        return step
+    # the run's first step is the flat one (flat.py) unless the flat path is off
+    if flat:
+        monkeypatch.setattr(flat_mod.FlatAdam, "step", seeing(flat_mod.FlatAdam.step))
+    else:
+        monkeypatch.setattr(update_mod, "flat_adam", lambda *a, **k: None)
+        opt.step = seeing(opt.step)
     update(pi, vf, opt, data, cfg, torch.Generator().manual_seed(0), True, terms=PPO_TERMS)
+    assert set(seen) == {"pi", "vf"}
     assert float(seen["vf"]) == pytest.approx(0.5, rel=1e-4)  # clipped to max_grad_norm
     assert 0.0 < float(seen["pi"]) < 0.5  # the policy's own, small norm, not scaled down by the critic's
 
