@@ -74,6 +74,7 @@ class FlatAdam:
             state[p]["step"] = self.steps[k]
         self.step_ts = [self.steps[0].clone() for _ in self._lists[0]]  # the counters the flat step advances
         self.grads = [p.grad for p in self.params]
+        self.segs, self.counts = [seg for seg, _ in self.segments], [n for _, n in self.segments]
         self._views = [(state[p]["exp_avg"], state[p]["exp_avg_sq"], state[p]["step"]) for p in self.params]
 
     def intact(self, groups: List[List[nn.Parameter]]) -> bool:
@@ -96,10 +97,9 @@ class FlatAdam:
     @torch.no_grad()
     def clip_grad_norms(self, max_norm: float) -> None:
         """``update._clip_grad_norms`` on the flat gradients: the same norms (per parameter, then per network),
-        each network's gradients scaled by one multiply of its segment."""
-        coefs = clip_coefs(torch._foreach_norm(self.grads, 2.0), [n for _, n in self.segments], max_norm)
-        for (seg, _), coef in zip(self.segments, coefs):
-            seg.mul_(coef)
+        each network's gradients scaled by one (foreach) multiply of its segment."""
+        coefs = clip_coefs(torch._foreach_norm(self.grads, 2.0), self.counts, max_norm)
+        torch._foreach_mul_(self.segs, coefs)
 
     @torch.no_grad()
     def step(self) -> None:
@@ -114,12 +114,20 @@ class FlatAdam:
 
 def clip_coefs(norms: List[torch.Tensor], counts: List[int], max_norm: float) -> List[torch.Tensor]:
     """clip_grad_norm_'s factor per network: ``norms`` holds each parameter's gradient norm, network after
-    network, ``counts`` how many belong to each; the factor is min(1, max_norm / (total norm + 1e-6))."""
-    coefs, i = [], 0
+    network, ``counts`` how many belong to each; the factor is min(1, max_norm / (total norm + 1e-6)).
+
+    clip_grad_norm_'s arithmetic (``vector_norm`` of the stacked norms, ``max_norm / x`` as torch computes it,
+    ``reciprocal(x) * max_norm``, then ``clamp(max=1)``) with one foreach call per op for all the networks:
+    the same numbers, fewer calls."""
+    stacked, i = [], 0
     for n in counts:
-        total = torch.linalg.vector_norm(torch.stack(norms[i:i + n]), 2.0)
+        stacked.append(torch.stack(norms[i:i + n]))
         i += n
-        coefs.append(torch.clamp(float(max_norm) / (total + 1e-6), max=1.0))
+    coefs = torch._foreach_norm(stacked, 2.0)
+    torch._foreach_add_(coefs, 1e-6)
+    torch._foreach_reciprocal_(coefs)
+    torch._foreach_mul_(coefs, float(max_norm))
+    torch._foreach_clamp_max_(coefs, 1.0)
     return coefs
 
 

@@ -142,3 +142,32 @@ def test_no_dynamo_import_leaves_torch_as_it_was():
         if "torch._dynamo" not in sys.modules:
             assert all(getattr(f, "__dynamo_disable") is f for f in fns)
     assert [getattr(f, "__dynamo_disable", None) for f in fns] == before
+
+
+def test_the_clipping_is_clip_grad_norm_per_network_bit_for_bit():
+    cfg = make_config("classic")
+    torch.manual_seed(0)
+    nets = [make_policy(cfg, 17, 6), make_critic(cfg, 17)]
+    grads = [[torch.randn_like(p) * s for p in n.parameters()] for n, s in zip(nets, (0.01, 3.0))]  # policy unclipped
+    expect = []
+    for n, g in zip(nets, grads):
+        for p, x in zip(n.parameters(), g):
+            p.grad = x.clone()
+        torch.nn.utils.clip_grad_norm_(n.parameters(), 0.5, foreach=True)
+        expect.append([p.grad.clone() for p in n.parameters()])
+    groups = [list(n.parameters()) for n in nets]
+    for p, x in zip((p for g in groups for p in g), (x for g in grads for x in g)):
+        p.grad = x.clone()
+    update_mod._clip_grad_norms(groups, 0.5)
+    assert all(torch.equal(p.grad, e) for g, eg in zip(groups, expect) for p, e in zip(g, eg))
+    opt = make_optimizer(nets, cfg)
+    f = flat_mod.flat_adam(opt, groups, init=True)  # takes the unclipped gradients in
+    for p, x in zip(f.params, (x for g in grads for x in g)):
+        p.grad.copy_(x)
+    f.clip_grad_norms(0.5)
+    assert all(torch.equal(p.grad, e) for g, eg in zip(groups, expect) for p, e in zip(g, eg))
+    # by hand: a gradient (3, 4) of norm 5 clipped to norm 1 is (0.6, 0.8) (up to the 1e-6 in the denominator)
+    (coef,) = flat_mod.clip_coefs([torch.tensor(5.0)], [1], 1.0)
+    assert float(coef) == pytest.approx(1 / (5 + 1e-6), rel=1e-7)
+    (coef,) = flat_mod.clip_coefs([torch.tensor(0.3), torch.tensor(0.4)], [2], 1.0)
+    assert float(coef) == 1.0  # a norm of 0.5 under max_norm 1 is left alone
