@@ -9,6 +9,7 @@ having stopped.
 from __future__ import annotations
 
 import copy
+import importlib
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
@@ -83,6 +84,13 @@ class TrainState:
         algo = algorithms.get(cfg.algo)
         policy = make_policy(cfg, envs.obs_dim, envs.act_dim).to(device)
         critic = make_critic(cfg, envs.obs_dim).to(device) if algo.uses_critic else None
+        plan = compile_decision(cfg, device, algo)
+        if plan[0]:
+            # a compiled run imports torch._dynamo here, before its run directory and lock exist, as building the
+            # optimizer did before eager runs stopped importing it (flat.no_dynamo_import): imported at the first
+            # compile instead, a SIGTERM one second after the lock ended the process by SIGINT, not exit 130, in 4
+            # of 7 tries of tests/test_rundir.py's stop-during-the-first-compile test (0 of 4 with this import)
+            importlib.import_module("torch._dynamo")
         opt = make_optimizer([policy] + ([critic] if critic is not None else []), cfg)
         obs = envs.reset(seed=cfg.seed)
         if algo.needs_snapshots:
@@ -93,7 +101,7 @@ class TrainState:
                    obs_norm=ObsNormalizer((envs.obs_dim,), cfg.obs_clip, cfg.norm_obs),
                    rew_scaler=RewardScaler(cfg.num_envs, cfg.gamma, cfg.reward_clip, cfg.norm_reward),
                    rollout=rs, generator=torch.Generator().manual_seed(cfg.seed),
-                   np_rng=np.random.default_rng(cfg.seed), compile_plan=compile_decision(cfg, device, algo))
+                   np_rng=np.random.default_rng(cfg.seed), compile_plan=plan)
 
     def last_return(self) -> float:
         """Mean return of the last 10 training episodes (NaN before the first)."""
