@@ -9,12 +9,28 @@ from ppo_control import presets
 from ppo_control.config import ConfigError, make_config
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "preset_golden.json").read_text())
+# task rows changed on purpose since the golden file was written, each by a measurement its row's source names:
+# case -> the fields it now sets (config and applied task-row fields alike), or the error it now raises
+_SWIMMER = {"gamma": 0.9999, "norm_reward": False, "value_norm": True, "adv_every_epoch": True, "vf_coef": 0.25}
+CHANGED = {"tuned|Swimmer-v5|": _SWIMMER,
+           "tuned|Swimmer-v5|grpo": {"error": "adv_every_epoch is a PPO option (GRPO has no critic); remove "
+                                              "--adv-every-epoch"}}
+
+
+def _expected(case: str) -> dict:
+    want = GOLDEN["cases"][case]
+    change = CHANGED.get(case)
+    if change is None or "error" in change:
+        return change or want
+    return {"config": {**want["config"], **change},
+            "env_overrides_applied": {**want["env_overrides_applied"], **change},
+            "long_run_warning_10m": want["long_run_warning_10m"]}
 
 
 @pytest.mark.parametrize("case", sorted(GOLDEN["cases"]))
 def test_every_preset_and_task_resolves_as_the_python_presets_did(case):
     preset, env_id, algo = case.split("|")
-    want = GOLDEN["cases"][case]
+    want = _expected(case)
     kw = dict(**({"env_id": env_id} if env_id else {}), **({"algo": algo} if algo else {}))
     if "error" in want:
         with pytest.raises(ConfigError) as e:

@@ -142,21 +142,25 @@ def _cmd_pack(args: argparse.Namespace) -> int:
 
 def place_runs(paths, suites: List[Suite], index: RunIndex, dry_run: bool = False) -> Dict[Path, Path]:
     """Move each finished run in or under ``paths`` to the folder a suite's job gives it
-    (``index.root / job.rel_dir``), the first of ``suites`` whose job finds it (:func:`suites.same_run`);
-    a run no job finds, or whose place is taken, stays. Returns {old: new} for the runs moved (or, with
+    (``index.root / job.rel_dir``), the first of ``suites`` whose job finds it (:func:`suites.same_run`)
+    (a run of a setting since renamed moves to the new name); a run no job finds, one whose place is
+    taken, and one in the place of a suite not named, stays. Returns {old: new} for the runs moved (or, with
     ``dry_run``, that would be)."""
     import os
     runs = sorted({s.parent.resolve() for p in map(Path, paths) for s in Path(p).rglob("summary.json")})
     root = index.root.resolve()
-    placed = {p.stem for p in SUITES_DIR.glob("*.toml")} | {s.name for s in suites}
-    runs = [d for d in runs if not _in_place(d, root, placed)]  # already in a suite's place: stays there
+    others = {p.stem for p in SUITES_DIR.glob("*.toml")} - {s.name for s in suites}
+    runs = [d for d in runs if not _in_place(d, root, others)]  # in another suite's place: stays there
     moved: Dict[Path, Path] = {}
+    home = set()  # runs already where a job of theirs puts them
     for suite in suites:
         for job in suite.jobs():
             for d in index.matches(job):
                 d = d.resolve()
                 new = root / job.rel_dir
-                if d not in runs or d in moved or d == new:
+                if d == new:
+                    home.add(d)
+                if d not in runs or d in moved or d in home:
                     continue
                 if new.exists() or new in moved.values():
                     print(f"stays {d}: {new} is taken")
@@ -175,7 +179,7 @@ def place_runs(paths, suites: List[Suite], index: RunIndex, dry_run: bool = Fals
             new.parent.mkdir(parents=True, exist_ok=True)
             os.rename(old, new)
     for d in runs:
-        if d not in moved:
+        if d not in moved and d not in home:
             print(f"stays {d}: no job of {', '.join(s.name for s in suites)} finds it here")
     return moved
 
