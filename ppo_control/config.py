@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 from . import presets
-from .presets import GRPO_EVAL_INTERVAL, PRESETS, applied_env_overrides, long_run_warning  # noqa: F401
+from .presets import GRPO_EVAL_INTERVAL, PRESETS, applied_env_overrides  # noqa: F401
 from .values import ALGORITHMS, ConfigError, env_kwarg, field_name, register_schema, type_error
 
 

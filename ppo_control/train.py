@@ -23,7 +23,7 @@ import numpy as np
 
 from .checkpoint import (CHECKPOINT_NAME, CheckpointError, atomic_write_json, check_belongs, load_checkpoint,
                          run_identity, save_checkpoint)
-from .config import RESUMABLE_FIELDS, Config, ConfigError, applied_env_overrides, long_run_warning
+from .config import RESUMABLE_FIELDS, Config, ConfigError, applied_env_overrides
 from .evaluate import Policy, evaluate, load_policy, read_run_record
 from .metrics import MetricsLogger, Progress
 from .rundir import RunDir, check_out_dir, create_run_dir, default_run_name, open_run_dir
@@ -167,8 +167,6 @@ def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
     try:
         if overrides and st is None:
             print(f"preset {cfg.preset!r} on {cfg.env_id}: per-env overrides {overrides}", file=sys.stderr)
-        if st is None and (warning := long_run_warning(cfg)):
-            print(f"ppo-control: warning: {warning}", file=sys.stderr)
         compiled, why = ts.compile_plan
         if compiled and cfg.compile == "auto":
             print(f"ppo-control: torch.compile {why}; --compile off to skip", file=sys.stderr)

@@ -144,7 +144,7 @@ def test_sweep_takes_a_config_file(tmp_path, capsys):
     ("activation = \"sigmoid\"\n", "activation='sigmoid' is not one of ['tanh', 'relu', 'elu', 'silu']"),
     ("lr = 1e-3\nnum_envs = = 4\n", "not valid TOML: Invalid value (at line 2, column 12)"),
     ("[preset]\nbase = \"quick\"\n", "unknown preset 'quick'; choose one of"),
-    ("[tasks.\"Hopper-v5\"]\nlong_run = {after_steps = 5}\n", "[tasks.\"Hopper-v5\".long_run] needs after_steps (an int) and why"),
+    ("[tasks.\"Hopper-v5\"]\nn_envs = 5\n", "[tasks.\"Hopper-v5\"] unknown config field 'n_envs'"),
     ("lr = 2.0\n", "lr must be in (0, 1]"),  # a valid type, an invalid value: the schema's own check
     ("lr = 1e-3\n[preset]\nbase = \"fast\"\n", "lr at the top level: in a file with [preset] or [tasks] tables, "
                                                   "fields go under [preset.settings]"),

@@ -158,16 +158,10 @@ def test_grpo_preset_on_the_command_line(capsys):
                                             "grpo_adv_scale": "batch"}
 
 
-def test_long_run_warning_only_for_the_measured_row_on_its_own_schedule():
-    """The tuned Ant row warns past 1M steps on its own schedule; not at 1M, not with a schedule set, not on
-    another task or preset, not with anneal_lr off."""
-    from ppo_control.presets import long_run_warning
-    warn = long_run_warning(make_config("tuned", env_id="Ant-v5", total_steps=10_000_000))
-    assert warn is not None and "--lr-decay-steps 1000000 --lr-floor 0.1" in warn and "10,000,000" in warn
-    assert long_run_warning(make_config("tuned", env_id="Ant-v5", total_steps=1_000_000)) is None
-    assert long_run_warning(make_config("tuned", env_id="Ant-v5", total_steps=10_000_000,
-                                        lr_decay_steps=1_000_000)) is None
-    assert long_run_warning(make_config("tuned", env_id="Ant-v5", total_steps=10_000_000, lr_floor=0.1)) is None
-    assert long_run_warning(make_config("tuned", env_id="Ant-v5", total_steps=10_000_000, anneal_lr=False)) is None
-    assert long_run_warning(make_config("tuned", env_id="Hopper-v5", total_steps=10_000_000)) is None
-    assert long_run_warning(make_config("default", env_id="Ant-v5", total_steps=10_000_000)) is None
+def test_the_tuned_ant_row_keeps_one_learning_rate_schedule_at_any_horizon():
+    """Ant's tuned row adapts lr to a KL target and does not anneal it, so a 10M-step config is the 1M one
+    but for total_steps (the schedule that collapsed at 10M was annealed over the run)."""
+    short, long = (make_config("tuned", env_id="Ant-v5", total_steps=n) for n in (1_000_000, 10_000_000))
+    assert (short.anneal_lr, short.lr_adapt_kl) == (False, 0.01)
+    assert {k for k, v in short.to_dict().items() if long.to_dict()[k] != v} == {"total_steps"}
+    assert make_config("tuned", env_id="Ant-v5", lr_adapt_kl=None, anneal_lr=True).anneal_lr  # can be undone

@@ -149,7 +149,8 @@ def ten_m_dirs(env: str, pick) -> list:
     return sorted(d for j, d in suite_runs(load_suite(TEN_M), _index(), tasks=[env]) if d and pick(j.setting))
 
 
-BASELINES = {"ppo_default": "default preset", "ppo_tuned_lr_decay_1m": "tuned preset, lr_decay_steps=1000000, lr_floor=0.1"}
+BASELINES = {"ppo_default": "default preset", "ppo_tuned_anneal_lr": "tuned preset, lr annealed over the run",
+             "ppo_tuned_lr_decay_1m": "tuned preset, lr_decay_steps=1000000, lr_floor=0.1"}
 
 
 def baseline_groups(env: str) -> dict:

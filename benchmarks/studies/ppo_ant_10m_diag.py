@@ -3,7 +3,8 @@
     python -m benchmarks.studies.ppo_ant_10m_diag [--out results/grpo_10m/ant_ppo_diag.md]
 
 No training: reads the finished tuned-PPO Ant runs of the 1M study (results/runs/tuned_1m/Ant), of the 10M
-suite mujoco_10m (results/runs/mujoco_10m/Ant-v5/tuned) and of its lr-schedule controls (the same preset with
+suite mujoco_10m with the learning rate annealed over the run (results/runs/mujoco_10m/Ant-v5/tuned_anneal_lr)
+and of its lr-schedule controls (the same preset with
 lr_decay_steps=1M, lr_floor=0.1: setting tuned_lr_decay_1m; a KL-adaptive lr: setting tuned_lr_adapt_kl),
 and, for comparison, PPO's default preset at 1M (results/runs/mujoco_suite/ppo_default) and at 10M
 (results/runs/grpo_10m/ppo_default); it prints, at fixed env steps, each group's seed mean of
@@ -29,7 +30,7 @@ from ppo_control.experiments.aggregate import load_run, provenance, provenance_t
 from ppo_control.metrics import metrics_file
 
 GROUPS = {"1M runs (tuned_1m)": "results/runs/tuned_1m/Ant/Ant-v5__s*",
-          "10M runs (mujoco_10m, tuned)": "results/runs/mujoco_10m/Ant-v5/tuned/seed_*",
+          "10M runs, lr annealed (mujoco_10m, tuned_anneal_lr)": "results/runs/mujoco_10m/Ant-v5/tuned_anneal_lr/seed_*",
           "10M control: lr_decay_steps=1M, lr_floor=0.1": "results/runs/mujoco_10m/Ant-v5/tuned_lr_decay_1m/seed_*",
           "default preset, 1M runs (mujoco_suite)": "results/runs/mujoco_suite/ppo_default/Ant-v5__ppo__s*",
           "default preset, 10M runs (grpo_10m/ppo_default)": "results/runs/grpo_10m/ppo_default/Ant-v5__s*",

@@ -9,9 +9,6 @@
     [tasks."Hopper-v5"]                 # a per-task row on top of the settings
     source = "..."
     lr = 3e-4
-    [tasks."Ant-v5".long_run]           # optional: warn past after_steps on the preset's own lr schedule
-    after_steps = 1_000_000
-    why = "..."
 
 A file with no ``[preset]`` table is a flat list of fields (the settings). Without ``base`` a file starts
 from the schema's defaults. A config resolves as: the base's settings < the preset's settings < the
@@ -34,14 +31,12 @@ else:  # pragma: no cover - Python 3.10
 GRPO_EVAL_INTERVAL = 50_000  # eval_interval of GRPO on a PPO preset when none is given
 PRESET_DIR = Path(__file__).resolve().parent
 NAMES: Tuple[str, ...] = tuple(sorted(p.stem for p in PRESET_DIR.glob("*.toml")))
-_PRESET_KEYS, _ROW_KEYS, _LONG_RUN_KEYS = {"description", "base", "source", "settings"}, {"source", "long_run"}, \
-    {"after_steps", "why"}
+_PRESET_KEYS, _ROW_KEYS = {"description", "base", "source", "settings"}, {"source"}
 
 
 class Row(NamedTuple):
     settings: dict
     source: str
-    long_run: Optional[Tuple[int, str]]  # (after_steps, why)
 
 
 class Preset(NamedTuple):
@@ -108,14 +103,8 @@ def _row(env_id: str, row: dict) -> Row:
     where = f"[{table}] "
     if not isinstance(row, dict):
         raise ConfigError(f"{where}must be a table of fields")
-    long_run = row.get("long_run")
-    if long_run is not None:
-        _no_extra(set(long_run) - _LONG_RUN_KEYS, f"[{table}.long_run] key", "after_steps, why")
-        if not isinstance(long_run.get("after_steps"), int) or not isinstance(long_run.get("why"), str):
-            raise ConfigError(f"[{table}.long_run] needs after_steps (an int) and why (a string)")
-        long_run = (long_run["after_steps"], long_run["why"])
     settings = {k: v for k, v in row.items() if k not in _ROW_KEYS}
-    return Row(_settings(settings, where), str(row.get("source", "")), long_run)
+    return Row(_settings(settings, where), str(row.get("source", "")))
 
 
 def _settings(table: dict, where: str) -> dict:
@@ -202,19 +191,6 @@ def applied_env_overrides(cfg) -> dict:
     """The task row of ``cfg.preset`` for ``cfg.env_id`` that ``cfg`` carries (fields not overridden)."""
     row = _row_of(cfg)
     return {k: v for k, v in (row.settings if row else {}).items() if getattr(cfg, k) == v}
-
-
-def long_run_warning(cfg) -> Optional[str]:
-    """A warning for a task row whose lr schedule is measured to fail past its ``long_run.after_steps``, when
-    ``cfg`` runs longer than that on the preset's own schedule (None otherwise, or once the user set one)."""
-    row = _row_of(cfg)
-    if row is None or row.long_run is None:
-        return None
-    after, why = row.long_run
-    if not cfg.anneal_lr or cfg.lr_decay_steps is not None or cfg.lr_floor > 0 or cfg.total_steps <= after:
-        return None
-    return (f"preset {cfg.preset!r} on {cfg.env_id} was tuned at {after:,} steps and anneals lr over the whole "
-            f"run; {why}. For {cfg.total_steps:,} steps consider --lr-decay-steps {after} --lr-floor 0.1")
 
 
 PRESETS = NAMES  # the built-in preset names (importable from ppo_control.config as before)
