@@ -179,3 +179,18 @@ def test_an_invalid_combination_fails_the_trial_not_the_study(tmp_path):
     [t] = study.get_trials()
     assert t.state.name == "FAIL" and "invalid combination: num_minibatches=64 must divide" in t.user_attrs["error"]
     assert not (tmp_path / "c").exists()  # nothing ran
+
+
+def test_a_trial_is_the_config_its_study_began_with_not_todays_preset_row():
+    """A preset row changed after the study began does not move the trial's config or its train command."""
+    from types import SimpleNamespace
+    from ppo_control.experiments.tune_report import train_command, trial_config
+    base = make_config("tuned", env_id="Swimmer-v5").to_dict()
+    base.update(gamma=0.999, value_norm=False)  # the row as it resolved when the study began
+    study = SimpleNamespace(user_attrs={"setup": {"preset": "tuned", "fixed": {"env_id": "Swimmer-v5"},
+                                                  "seeds": [1, 2], "config": base}})
+    cfg = trial_config(study, SimpleNamespace(user_attrs={"values": {"lr": 0.001}}))
+    assert (cfg.gamma, cfg.value_norm, cfg.lr, cfg.seed) == (0.999, False, 0.001, 1)
+    cmd = train_command(cfg)
+    assert cmd[cmd.index("--gamma") + 1] == "0.999" and "--no-value-norm" in cmd and "--lr" in cmd
+    assert not any("grpo" in c for c in cmd)  # GRPO's options are not a PPO run's

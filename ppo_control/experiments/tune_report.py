@@ -29,10 +29,14 @@ def ranked_trials(study) -> list:
 
 
 def trial_config(study, trial, seed: Optional[int] = None) -> Config:
-    """The Config one of the trial's runs trained with (first seed unless ``seed``)."""
+    """The Config one of the trial's runs trained with (first seed unless ``seed``): the study's base config
+    as it resolved when the study began (a preset row changed since does not move it) with the trial's values."""
     setup = study.user_attrs["setup"]
-    return make_config(setup["preset"], **config_values(setup["fixed"]), **config_values(trial.user_attrs["values"]),
-                       seed=setup["seeds"][0] if seed is None else seed)
+    seed = setup["seeds"][0] if seed is None else seed
+    values = config_values(trial.user_attrs["values"])
+    if "config" in setup:
+        return Config.from_saved({**config_values(setup["config"]), **values, "seed": seed})
+    return make_config(setup["preset"], **config_values(setup["fixed"]), **values, seed=seed)
 
 
 def config_values(values: dict) -> dict:
@@ -43,7 +47,8 @@ def config_values(values: dict) -> dict:
 def train_command(cfg: Config) -> List[str]:
     """``ppo-control train`` options that rebuild ``cfg``: its preset and env plus every field that differs."""
     from .sweep import FIELDS
-    skip = OUTPUT_ONLY_FIELDS | {"preset", "seed", "run_name", "env_id", "algo"}
+    from .suites import _GRPO_ONLY
+    skip = OUTPUT_ONLY_FIELDS | {"preset", "seed", "run_name", "env_id", "algo"} | (_GRPO_ONLY if cfg.algo == "ppo" else set())
     core = {"env_id": cfg.env_id, "algo": cfg.algo}
 
     def differing(other: Config) -> dict:
