@@ -174,20 +174,42 @@ def test_grpo_targets_label_names_a_field_only_where_rows_differ():
     assert mod.label_keys([base, dict(base, horizon="256")]) == ["start_state", "horizon", "gamma", "grpo_adv_scale"]
 
 
-def test_grpo_targets_side_baselines_group_by_name_and_leave_the_verdicts_runs_out(tmp_path, monkeypatch):
-    """The 10M side table: default-preset runs with and without fields and tuned runs with a changed field are
-    grouped by name without the seed; the plain tuned runs (the verdict's baseline) and stray files are not."""
+def test_grpo_targets_side_baselines_are_the_suites_other_ppo_settings_and_leave_the_verdicts_runs_out(
+        tmp_path, monkeypatch):
+    """The 10M side table: the 10M suite's default-preset runs and tuned runs with a changed schedule, found by
+    their configs wherever they lie and labelled by setting (an unfinished one too: the side table counts the
+    finished); the plain tuned runs (the verdict's baseline) and runs of another task are not."""
+    from pathlib import Path
+    from ppo_control.config import make_config
+    from ppo_control.experiments.suites import RunIndex
     mod = _grpo_targets()
-    monkeypatch.setattr(mod, "TEN_M", tmp_path)
-    for rel in ["ppo_tuned/Ant-v5__s1", "ppo_tuned/Ant-v5__s2", "ppo_tuned/Ant-v5__lr_floor=0.1__s1",
-                "ppo_tuned/Ant-v5__lr_floor=0.1__s2", "ppo_default/Ant-v5__s1", "ppo_default/Ant-v5__s3",
-                "ppo_default/Ant-v5__ent_coef=0.01__s1", "ppo_tuned/Hopper-v5__lr_floor=0.1__s1"]:
-        (tmp_path / rel).mkdir(parents=True)
-    (tmp_path / "ppo_default" / "Ant-v5__notes.txt").write_text("not a run")
-    got = {k: [d.name for d in v] for k, v in mod.baseline_groups("Ant-v5").items()}
-    assert got == {"default preset": ["Ant-v5__s1", "Ant-v5__s3"],
-                   "default preset, ent_coef=0.01": ["Ant-v5__ent_coef=0.01__s1"],
-                   "tuned preset, lr_floor=0.1": ["Ant-v5__lr_floor=0.1__s1", "Ant-v5__lr_floor=0.1__s2"]}
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "benchmarks" / "suites").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "suites" / "t10.toml").write_text(
+        'tasks = ["Ant-v5", "Hopper-v5"]\ntotal_steps = 2048\nseeds = [1, 2]\n'
+        '[settings.ppo_tuned]\npreset = "tuned"\n[settings.ppo_default]\npreset = "default"\n'
+        '[settings.ppo_tuned_anneal_lr]\npreset = "tuned"\ntasks = ["Ant-v5"]\nanneal_lr = true\n'
+        'lr_adapt_kl = "none"\n')
+
+    def run(rel, preset, env, seed, finished=True, **kw):
+        d = tmp_path / "results" / "runs" / rel
+        d.mkdir(parents=True)
+        cfg = make_config(preset, env_id=env, seed=seed, total_steps=2048, **kw).to_dict()
+        (d / "config.json").write_text(json.dumps({"config": cfg}))
+        if finished:
+            (d / "summary.json").write_text("{}")
+    for seed in (1, 2):
+        run(f"a/tuned{seed}", "tuned", "Ant-v5", seed)
+        run(f"b/annealed{seed}", "tuned", "Ant-v5", seed, anneal_lr=True, lr_adapt_kl=None)
+        run(f"c/hopper_default{seed}", "default", "Hopper-v5", seed)
+    run("c/default1", "default", "Ant-v5", 1)
+    run("c/default2", "default", "Ant-v5", 2, finished=False)
+    monkeypatch.setattr(mod, "TEN_M", "t10")
+    monkeypatch.setattr(mod, "_index", lambda: RunIndex(Path("results/runs")))
+    got = {k: [str(d.relative_to(Path("results/runs"))) for d in v] for k, v in mod.baseline_groups("Ant-v5").items()}
+    assert got == {"default preset": ["c/default1", "c/default2"],
+                   "tuned preset, lr annealed over the run": ["b/annealed1", "b/annealed2"]}
+    assert [d.name for d in mod.ten_m_dirs("Ant-v5", "ppo_tuned".__eq__)] == ["tuned1", "tuned2"]
     assert mod.baseline_groups("Walker2d-v5") == {}
 
 
