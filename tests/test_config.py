@@ -99,7 +99,7 @@ def test_tuned_preset_rows_apply_per_task_and_name_their_source():
     assert (make_config("tuned", env_id="Swimmer-v5").gamma, make_config("tuned", env_id="Swimmer-v5").num_envs) == \
         (0.9999, 8)  # the Optuna study's batch shape, then gamma 0.9999 with value-target normalisation
     rows = load("tuned").tasks
-    assert set(rows) == {"HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Swimmer-v5"}
+    assert set(rows) == {"HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5", "Swimmer-v5"}
     assert all("results/" in row.source and "benchmarks/" in row.source for row in rows.values())
     for env in ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5"):  # rows that took the ablation's `details`
         d = make_config("tuned", env_id=env)
