@@ -78,16 +78,19 @@ print(json.dumps({"update_only_s": statistics.median(times[1:])}))
 
 def run(tree: str, preset: str, env_id: str, steps: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, PYTHONPATH=tree)
-        # cwd=tmp: ``python -c`` puts the working directory first on sys.path, so run from a checkout's root
-        # the child would import that checkout's ppo_control, not ``tree``'s
-        out = subprocess.run([sys.executable, "-c", CHILD, preset, env_id, str(steps), tmp], env=env, cwd=tmp,
-                             capture_output=True, text=True, check=True)
-        upd = subprocess.run([sys.executable, "-c", CHILD_UPDATE, preset], env=env, cwd=tmp, capture_output=True,
-                             text=True, check=True)
-    res = {**json.loads(out.stdout.strip().splitlines()[-1]), **json.loads(upd.stdout.strip().splitlines()[-1])}
-    if not res["tree"].startswith(str(Path(tree).resolve())):
-        raise RuntimeError(f"the run for {tree} imported {res['tree']}")
+        return {**run_child(tree, CHILD, [preset, env_id, str(steps), tmp], tmp),
+                **run_child(tree, CHILD_UPDATE, [preset], tmp)}
+
+
+def run_child(tree: str, code: str, args, cwd: str) -> dict:
+    """``python -c code *args`` with ``tree``'s ppo_control on the path; the JSON object its last line prints,
+    whose ``tree`` (where it imported ppo_control from, if it says) must be ``tree``. ``cwd``: not a checkout,
+    since ``python -c`` puts the working directory first on sys.path and would import that checkout instead."""
+    out = subprocess.run([sys.executable, "-c", code, *args], env=dict(os.environ, PYTHONPATH=tree), cwd=cwd,
+                         capture_output=True, text=True, check=True)
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    if "tree" in res and not res["tree"].startswith(str(Path(tree).resolve())):
+        raise RuntimeError(f"the run for {tree} imported {res['tree']}, not {tree}")
     return res
 
 

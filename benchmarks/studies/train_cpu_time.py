@@ -14,10 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from benchmarks.ab_commits import run_child
 from statistics import median
 
 HERE = Path(__file__).resolve().parents[2]
@@ -42,13 +43,7 @@ print(json.dumps({"cpu": cpu, "wall_time": s["wall_time"], "steps": s["global_st
 
 
 def run(tree: str, a) -> dict:
-    # cwd: a temporary directory, so ``python -c`` does not put a checkout's root first on sys.path
-    out = subprocess.run([sys.executable, "-c", CHILD, a.preset, a.env, str(a.steps)], capture_output=True, text=True,
-                         check=True, env=dict(os.environ, PYTHONPATH=tree), cwd=tempfile.gettempdir())
-    r = json.loads(out.stdout.strip().splitlines()[-1])
-    if not r["tree"].startswith(str(Path(tree).resolve())):
-        raise RuntimeError(f"the run imported {r['tree']}, not {tree}")
-    return r
+    return run_child(tree, CHILD, [a.preset, a.env, str(a.steps)], tempfile.gettempdir())
 
 
 def main():
