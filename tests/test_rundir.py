@@ -7,6 +7,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -238,8 +239,14 @@ def test_resume_of_a_run_in_use_is_refused_and_changes_nothing(capsys, run):
 
 
 def test_default_run_names_do_not_collide(tmp_path):
-    names = {default_run_name("Hopper-v5", "ppo", 1) for _ in range(50)}
-    assert len(names) == 50 and all(n.startswith("Hopper-v5__ppo__s1__") for n in names)
+    # The name's 16 random bits may repeat within a second; create_run_dir draws again when one is taken,
+    # so 50 runs started at once still get 50 folders.
+    name = lambda: default_run_name("Hopper-v5", "ppo", 1)
+    assert re.fullmatch(r"Hopper-v5__ppo__s1__\d{8}-\d{6}-[0-9a-f]{4}", name())
+    runs = [create_run_dir(str(tmp_path / "many"), None, name) for _ in range(50)]
+    assert len({r.path for r in runs}) == 50 and all(r.path.is_dir() for r in runs)
+    for r in runs:
+        r.close()
     a = create_run_dir(str(tmp_path), None, lambda: "fixed")
     b = create_run_dir(str(tmp_path), None, iter(["fixed", "other"]).__next__)  # taken: draws again
     assert (a.path.name, b.path.name) == ("fixed", "other")
