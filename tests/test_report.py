@@ -203,3 +203,24 @@ def test_a_command_suite_is_stale_until_its_outputs_exist(repo, capsys):
     assert main(["bench", "m", "--no-report"]) == 0
     assert (repo / "results" / "m.md").read_text() == "x\n"
     assert main(["report", "--all"]) == 0 and main(["report", "--all", "--check"]) == 0
+
+
+def test_two_settings_that_are_one_config_run_once(tmp_path, monkeypatch, capsys):
+    """mujoco_10m's Ant: the tuned row and the setting that chose it are one config, so one run serves both
+    (two jobs of one run used to stop bench with "run names must be unique")."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "benchmarks" / "suites").mkdir(parents=True)
+    suite = TINY.replace("seeds = [1, 2]", "seeds = [1]").replace('preset = "default"\n', "") + \
+        '\n[settings.a]\npreset = "default"\n[settings.b]\npreset = "default"\ngamma = 0.99\n' \
+        '[settings.c]\npreset = "default"\ngamma = 0.98\n'
+    (tmp_path / "benchmarks" / "suites" / "two.toml").write_text(suite)
+    assert main(["bench", "two", "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines()[:3] == [
+        f"new      InvertedPendulum-v5 a seed 1: {Path('results/runs/two/InvertedPendulum-v5/a/seed_1')}",
+        f"= a      InvertedPendulum-v5 b seed 1: {Path('results/runs/two/InvertedPendulum-v5/b/seed_1')}",
+        f"new      InvertedPendulum-v5 c seed 1: {Path('results/runs/two/InvertedPendulum-v5/c/seed_1')}"]
+    assert main(["bench", "two", "--workers", "2"]) == 0
+    made = tmp_path / "results" / "runs" / "two" / "InvertedPendulum-v5"
+    assert sorted(p.name for p in made.iterdir()) == ["a", "c"]
+    rows = [r for r in Path("results/tiny/bench.md").read_text().splitlines() if r.startswith("| InvertedPendulum")]
+    assert len(rows) == 3 and rows[0].split("|")[3:] == rows[1].split("|")[3:]  # b's row is a's run

@@ -11,6 +11,7 @@ RUNS_ROOT/SUITE/TASK/SETTING/seed_N; then it writes the suite's report. ``report
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import subprocess
 import sys
@@ -70,13 +71,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if not found and not suite.commands:
         raise ConfigError(f"suite {suite.name}: no job matches --tasks {args.tasks} --seeds {args.seeds}")
     jobs, root = [], Path(args.runs_root)
+    first: Dict[str, str] = {}  # a run's config -> the setting whose job runs it
     for job, d in found:
         done = d is not None and (d / "summary.json").exists()
         where = d if d is not None else root / job.rel_dir
+        key = json.dumps([job.task, job.seed, job.config.to_dict()], sort_keys=True, default=str)
+        same = first.setdefault(key, job.setting)  # two settings that are one config are one run
         if args.dry_run:
-            print(f"{'finished' if done else 'resume' if d else 'new':<8} {job.task} {job.setting} "
-                  f"seed {job.seed}: {where}")
-        elif not done:
+            state = f"= {same}" if same != job.setting else "finished" if done else "resume" if d else "new"
+            print(f"{state:<8} {job.task} {job.setting} seed {job.seed}: {where}")
+        elif not done and same == job.setting:
             jobs.append((str(where.relative_to(root)), job.config))
     if args.dry_run:
         for c in suite.commands:
