@@ -37,6 +37,8 @@ def assert_png(path, min_size=(200, 150)):
         im.verify()  # raises on a truncated or corrupt file
     with Image.open(path) as im:
         assert im.format == "PNG" and im.size[0] >= min_size[0] and im.size[1] >= min_size[1]
+        assert im.mode == "P" and len(im.getpalette()) <= 3 * 256  # the palette file that keeps results/ small
+        assert not list(path.parent.glob("*.tmp"))  # written through a temporary file
         return dict(im.text)
 
 

@@ -156,20 +156,17 @@ def place_runs(paths, suites: List[Suite], index: RunIndex, dry_run: bool = Fals
     others = {p.stem for p in SUITES_DIR.glob("*.toml")} - {s.name for s in suites}
     runs = [d for d in runs if not _in_place(d, root, others)]  # in another suite's place: stays there
     moved: Dict[Path, Path] = {}
-    home = set()  # runs already where a job of theirs puts them
-    for suite in suites:
-        for job in suite.jobs():
-            for d in index.matches(job):
-                d = d.resolve()
-                new = root / job.rel_dir
-                if d == new:
-                    home.add(d)
-                if d not in runs or d in moved or d in home:
-                    continue
-                if new.exists() or new in moved.values():
-                    print(f"stays {d}: {new} is taken")
-                    continue
-                moved[d] = new
+    found = [(job, d.resolve()) for suite in suites for job in suite.jobs() for d in index.matches(job)]
+    # runs already where a job of theirs puts them (one of two settings that are one config, say)
+    home = {d for job, d in found if d == root / job.rel_dir}
+    for job, d in found:
+        new = root / job.rel_dir
+        if d not in runs or d in moved or d in home:
+            continue
+        if new.exists() or new in moved.values():
+            print(f"stays {d}: {new} is taken")
+            continue
+        moved[d] = new
     from ..rundir import RunDirError, RunLock
     for old, new in list(moved.items()):
         try:  # a run being extended or resumed stays where its writer expects it
