@@ -1,6 +1,7 @@
 """``report``: a suite's tables from its runs, the README/docs blocks from the tables, and --check; ``bench``
 on a tiny suite (real training, slow)."""
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -222,5 +223,16 @@ def test_two_settings_that_are_one_config_run_once(tmp_path, monkeypatch, capsys
     assert main(["bench", "two", "--workers", "2"]) == 0
     made = tmp_path / "results" / "runs" / "two" / "InvertedPendulum-v5"
     assert sorted(p.name for p in made.iterdir()) == ["a", "c"]
+    # --fresh: a run of c found outside c's own folder is run again there, and the table reads the new one
+    os.rename(made / "c", tmp_path / "results" / "runs" / "elsewhere")
+    capsys.readouterr()
+    assert main(["bench", "two", "--dry-run"]) == 0
+    assert f"finished InvertedPendulum-v5 c seed 1: {Path('results/runs/elsewhere')}" in capsys.readouterr().out
+    assert main(["bench", "two", "--fresh", "--dry-run"]) == 0
+    assert f"new      InvertedPendulum-v5 c seed 1: {Path('results/runs/two/InvertedPendulum-v5/c/seed_1')}" \
+        in capsys.readouterr().out
+    assert main(["bench", "two", "--fresh", "--workers", "1"]) == 0
+    assert (made / "c" / "seed_1" / "summary.json").exists() and sorted(p.name for p in made.iterdir()) == ["a", "c"]
+    assert "results/runs/two/InvertedPendulum-v5/c" in Path("results/tiny/bench.md").read_text()  # footer's folders
     rows = [r for r in Path("results/tiny/bench.md").read_text().splitlines() if r.startswith("| InvertedPendulum")]
     assert len(rows) == 3 and rows[0].split("|")[3:] == rows[1].split("|")[3:]  # b's row is a's run

@@ -35,6 +35,9 @@ def add_parsers(sub) -> None:
     b.add_argument("--seeds", nargs="+", type=int, metavar="SEED", help="only these seeds")
     b.add_argument("--dry-run", action="store_true", help="list each job and where its run is, run nothing")
     b.add_argument("--no-report", action="store_true", help="skip the tables and figures after the runs")
+    b.add_argument("--fresh", action="store_true", help="run each job in its own folder (SUITE/TASK/SETTING/seed_N) "
+                   "even where a run of it lies elsewhere: re-measures with the code checked out; the tables then "
+                   "read the new runs (a job's own folder wins)")
     b.add_argument("--runs-root", default=str(RUNS_ROOT), help="where runs are found and made (default: %(default)s)")
     add_runner_args(b)
     b.set_defaults(func=_cmd_bench)
@@ -71,6 +74,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if not found and not suite.commands:
         raise ConfigError(f"suite {suite.name}: no job matches --tasks {args.tasks} --seeds {args.seeds}")
     jobs, root = [], Path(args.runs_root)
+    if args.fresh:  # only a run in the job's own folder counts
+        found = [(job, d if d is not None and d.resolve() == (root / job.rel_dir).resolve() else None)
+                 for job, d in found]
     first: Dict[str, str] = {}  # a run's config -> the setting whose job runs it
     for job, d in found:
         done = d is not None and (d / "summary.json").exists()
