@@ -228,10 +228,14 @@ def test_two_settings_that_are_one_config_run_once(tmp_path, monkeypatch, capsys
     capsys.readouterr()
     assert main(["bench", "two", "--dry-run"]) == 0
     assert f"finished InvertedPendulum-v5 c seed 1: {Path('results/runs/elsewhere')}" in capsys.readouterr().out
+    assert main(["bench", "two", "--settings", "c", "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("finished InvertedPendulum-v5 c seed 1")
+    assert main(["bench", "two", "--settings", "x"]) == 2
+    assert "suite two has no setting x; its settings: a, b, c" in capsys.readouterr().err
     assert main(["bench", "two", "--fresh", "--dry-run"]) == 0
     assert f"new      InvertedPendulum-v5 c seed 1: {Path('results/runs/two/InvertedPendulum-v5/c/seed_1')}" \
         in capsys.readouterr().out
-    assert main(["bench", "two", "--fresh", "--workers", "1"]) == 0
+    assert main(["bench", "two", "--fresh", "--settings", "c", "--workers", "1"]) == 0
     assert (made / "c" / "seed_1" / "summary.json").exists() and sorted(p.name for p in made.iterdir()) == ["a", "c"]
     assert "results/runs/two/InvertedPendulum-v5/c" in Path("results/tiny/bench.md").read_text()  # footer's folders
     rows = [r for r in Path("results/tiny/bench.md").read_text().splitlines() if r.startswith("| InvertedPendulum")]

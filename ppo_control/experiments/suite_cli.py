@@ -33,6 +33,7 @@ def add_parsers(sub) -> None:
     b.add_argument("suite", help="suite file or name, e.g. benchmarks/suites/mujoco_1m.toml or mujoco_1m")
     b.add_argument("--tasks", nargs="+", metavar="ENV_ID", help="only these tasks")
     b.add_argument("--seeds", nargs="+", type=int, metavar="SEED", help="only these seeds")
+    b.add_argument("--settings", nargs="+", metavar="NAME", help="only these settings of the suite")
     b.add_argument("--dry-run", action="store_true", help="list each job and where its run is, run nothing")
     b.add_argument("--no-report", action="store_true", help="skip the tables and figures after the runs")
     b.add_argument("--fresh", action="store_true", help="run each job in its own folder (SUITE/TASK/SETTING/seed_N) "
@@ -71,8 +72,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     index = RunIndex(args.runs_root)
     found = suite_runs(suite, index, args.tasks, args.seeds)
+    if args.settings:
+        unknown = sorted(set(args.settings) - {st.name for st in suite.settings})
+        if unknown:
+            raise ConfigError(f"suite {suite.name} has no setting {', '.join(unknown)}; its settings: "
+                              f"{', '.join(st.name for st in suite.settings)}")
+        found = [(job, d) for job, d in found if job.setting in args.settings]
     if not found and not suite.commands:
-        raise ConfigError(f"suite {suite.name}: no job matches --tasks {args.tasks} --seeds {args.seeds}")
+        raise ConfigError(f"suite {suite.name}: no job matches --tasks {args.tasks} --seeds {args.seeds}"
+                          + (f" --settings {args.settings}" if args.settings else ""))
     jobs, root = [], Path(args.runs_root)
     if args.fresh:  # only a run in the job's own folder counts
         found = [(job, d if d is not None and d.resolve() == (root / job.rel_dir).resolve() else None)
