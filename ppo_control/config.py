@@ -42,9 +42,10 @@ class Config:
     torch_threads: int = _f(1, "torch intra-op threads (0 = torch's default); 1 is fastest for small MLPs")
     compile: str = _f("auto", "torch.compile the update's loss; auto = on for PPO runs of >= 10,000 minibatch "
                               "updates where a C++ compiler exists (a one-off ~15-20 s)", choices=("auto", "on", "off"))
-    parallel_critic: str = _f("auto", "PPO: run the critic's epochs in a second process beside the policy's (the same "
-                                      "numbers, bit for bit; the loss eager); auto = on for an eager CPU run with 2+ usable cores, "
-                                      "torch_threads 1, no target_kl, no adv_every_epoch", choices=("auto", "on", "off"))
+    parallel_critic: str = _f("auto", "PPO: run the critic's epochs in a second process beside the policy's (the "
+                                      "same numbers, bit for bit; the loss eager); auto = on for an eager CPU run "
+                                      "with 2+ usable cores, torch_threads 1, no target_kl, no adv_every_epoch",
+                              choices=("auto", "on", "off"))
     num_envs: int = _f(4, "number of parallel environments")
     vectorization: str = _f("batched", "vector env backend: batched (native batched MuJoCo, gymnasium's results; "
                                        "other tasks fall back to sync), sync or async", choices=("sync", "async", "batched"))

@@ -27,6 +27,7 @@ from typing import Optional, Tuple
 
 import torch
 
+from .config import ConfigError
 from .flat import no_dynamo_import
 from .networks import make_critic
 from .update import MinibatchStep, shuffled_minibatches, value_term
@@ -44,6 +45,9 @@ def parallel_critic_decision(cfg, device: torch.device, algorithm, compiled: boo
     """Whether a run of ``cfg`` puts the critic's update in a second process, and why (``algorithm``: the
     ``Algorithm`` class of ``cfg.algo``; ``compiled``: the run's resolved torch.compile decision)."""
     if cfg.parallel_critic != "auto":
+        if cfg.parallel_critic == "on" and not hasattr(os, "fork"):
+            raise ConfigError("parallel_critic=on forks a process, and this platform has no os.fork; use "
+                              "--parallel-critic off")
         return cfg.parallel_critic == "on", f"parallel_critic={cfg.parallel_critic}"
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     why = ("this algorithm has no critic" if not algorithm.uses_critic else

@@ -23,7 +23,7 @@ from ppo_control.update import LossTerms, _pack, compile_decision, make_optimize
 
 CASES = {  # (obs_dim, act_dim, config)
     "classic": (17, 6, dict(num_steps=512, update_epochs=2, num_minibatches=8)),  # HalfCheetah-sized nets
-    "tails": (4, 1, dict(hidden_sizes=(8, 8), num_steps=64, num_minibatches=2, update_epochs=3)),  # every bias a tail
+    "tails": (4, 1, dict(hidden_sizes=(8, 8), num_steps=64, num_minibatches=2, update_epochs=3)),  # biases: tails
     "extras": (5, 3, dict(value_norm=True, clip_vloss=True, layer_norm="both", ent_coef=0.01, critic_hidden_sizes=(24, 8),
                           num_steps=256, update_epochs=2, num_minibatches=4)),
 }
