@@ -4,7 +4,7 @@ PPO's loss is the policy's terms plus ``vf_coef * value_term``; the two networks
 gradients are clipped per network and Adam is elementwise, so the critic's half of every minibatch
 step needs nothing from the policy's.  The critic's process (forked when the run's ``TrainState`` is
 built, before the envs start any thread) gets the packed batch and the shuffle generator's state, and
-runs the same shuffles, minibatches and steps (``update.shuffled_minibatches``, ``update.MinibatchStep``)
+runs the same shuffles, minibatches and steps (``update.shuffled_minibatches``, ``flat.MinibatchStep``)
 on its copy of the critic with an Adam of the same settings; the trainer steps an Adam over the policy
 that keeps its per-parameter state in the run's one optimizer (the checkpointed one, format unchanged)
 and copies the critic's parameters, Adam state and per-minibatch value losses back at the end of
@@ -28,9 +28,9 @@ from typing import Optional, Tuple
 import torch
 
 from .config import ConfigError
-from .flat import no_dynamo_import
+from .flat import MinibatchStep, no_dynamo_import
 from .networks import make_critic
-from .update import MinibatchStep, shuffled_minibatches, value_term
+from .update import shuffled_minibatches, value_term
 
 _STOPS = {signal.SIGINT, signal.SIGTERM}  # the trainer's to handle (train.stop_signals_as_interrupt)
 _ADAM_KEYS = ("step", "exp_avg", "exp_avg_sq")  # Adam's per-parameter state, in the order Adam makes it

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from .config import Config
-from .flat import clip_coefs, flat_adam, no_dynamo_import
+from .flat import MinibatchStep, no_dynamo_import
 from .losses import clipped_surrogate, dual_clip_active, kl_k3, value_loss, weighted_mean
 from .networks import GaussianPolicy, ValueNet
 
@@ -122,35 +122,6 @@ def shuffled_minibatches(table: torch.Tensor, col: dict, generator: torch.Genera
         # every minibatch's field views made once per epoch (one split per field, not a slice per minibatch)
         parts = {key: shuffled[:, c].split(b) for key, c in col.items()}
         yield [{key: v[k] for key, v in parts.items()} for k in range(n_mb)]
-
-
-class MinibatchStep:
-    """``loss.backward()``, ``clip_grad_norm_`` on each network of ``groups`` (their parameter lists) separately,
-    ``optimizer.step()``: the step from the run's first minibatch on, the zeroing of the gradients and the
-    clipping from the second, on flat buffers once Adam has state (flat.py)."""
-
-    def __init__(self, optimizer: torch.optim.Optimizer, groups: List[List[nn.Parameter]]):
-        self.optimizer, self.groups = optimizer, groups
-        self.params = [p for g in groups for p in g]
-        self.flat, self.tried = flat_adam(optimizer, groups), False
-
-    def __call__(self, loss: torch.Tensor, max_grad_norm: float) -> None:
-        if self.flat is not None:
-            self.flat.zero_grad()
-            loss.backward()
-            self.flat.clip_grad_norms(max_grad_norm)
-            self.flat.step()
-            return
-        for p in self.params:  # optimizer.zero_grad(set_to_none=True) without its wrappers' cost
-            p.grad = None
-        loss.backward()
-        _clip_grad_norms(self.groups, max_grad_norm)
-        if not self.tried:  # a run's first step makes Adam's state (flat_adam's init), then steps flat
-            self.flat, self.tried = flat_adam(self.optimizer, self.groups, init=True), True
-        if self.flat is not None:
-            self.flat.step()
-        else:
-            self.optimizer.step()
 
 
 def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.optim.Optimizer,
@@ -338,18 +309,3 @@ def check_finite(*modules: nn.Module) -> None:
         for name, p in m.named_parameters():
             if not torch.isfinite(p).all():
                 raise NonFiniteError(f"parameter {type(m).__name__}.{name} became non-finite")
-
-
-@torch.no_grad()
-def _clip_grad_norms(groups: List[List[nn.Parameter]], max_norm: float) -> None:
-    """``nn.utils.clip_grad_norm_(g, max_norm, foreach=True)`` for each parameter group ``g`` (each network
-    clipped by its own norm), the same arithmetic with one ``_foreach_norm`` pass for all the groups: at
-    64-sample minibatches clip_grad_norm_'s Python (grouping by device, two calls a network) cost more
-    than its arithmetic."""
-    grads = [[p.grad for p in g if p.grad is not None] for g in groups]
-    grads = [g for g in grads if g]  # a network without gradients is left alone, as clip_grad_norm_ does
-    if not grads:
-        return
-    norms = torch._foreach_norm([x for g in grads for x in g], 2.0)
-    for g, coef in zip(grads, clip_coefs(norms, [len(g) for g in grads], max_norm)):
-        torch._foreach_mul_(g, coef)
