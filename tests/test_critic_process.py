@@ -94,7 +94,8 @@ def test_the_split_update_is_the_one_process_update_bit_for_bit(case, worker, mo
 def test_a_split_run_and_its_resume_equal_a_one_process_run(tiny, tmp_path, monkeypatch):
     one = train(tiny(run_name="one", total_steps=512, parallel_critic="off"))
     from ppo_control.envs import VecEnv
-    real, calls = VecEnv.step, {"n": 0}
+    real, calls, pids, init = VecEnv.step, {"n": 0}, [], CriticProcess.__init__
+    monkeypatch.setattr(CriticProcess, "__init__", lambda self: init(self) or pids.append(self.pid))
 
     def step(self, actions):  # Ctrl-C in the middle of iteration 3's collection
         calls["n"] += 1
@@ -104,9 +105,10 @@ def test_a_split_run_and_its_resume_equal_a_one_process_run(tiny, tmp_path, monk
     monkeypatch.setattr(VecEnv, "step", step)
     with pytest.raises(KeyboardInterrupt):
         train(tiny(run_name="split", total_steps=512, parallel_critic="on"))
-    monkeypatch.undo()
     assert load_checkpoint(tmp_path / "split")["iteration"] == 2
     train(resume=str(tmp_path / "split"))
+    monkeypatch.undo()
+    assert len(pids) == 2 and not any(os.path.exists(f"/proc/{pid}") for pid in pids)  # each ended and reaped
     a, b = load_checkpoint(tmp_path / "split"), load_checkpoint(one["run_dir"])
     for key in ("policy", "critic", "optimizer", "obs_norm", "rew_scaler"):
         _assert_same_state(a[key], b[key])
