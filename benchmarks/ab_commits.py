@@ -33,7 +33,8 @@ s = train(make_config(preset, env_id=env_id, total_steps=steps, eval_episodes=0,
                       tensorboard=False, out_dir=out, run_name=preset))
 rows = read_jsonl(f"{out}/{preset}/metrics.jsonl")[1:]  # the first iteration warms up
 import ppo_control  # its path goes back with the numbers: the parent checks which checkout ran
-print(json.dumps({"SPS": sum(r["charts/steps_this_iter"] for r in rows) / sum(r["time/collect_s"] + r["time/update_s"] for r in rows),
+rec = json.load(open(f"{out}/{preset}/config.json"))  # how it ran (None: the checkout has no such option)
+print(json.dumps({"compile": rec.get("compile"), "parallel_critic": rec.get("parallel_critic"), "SPS": sum(r["charts/steps_this_iter"] for r in rows) / sum(r["time/collect_s"] + r["time/update_s"] for r in rows),
                   "collect_s": float(np.median([r["time/collect_s"] for r in rows])),
                   "update_s": float(np.median([r["time/update_s"] for r in rows])),
                   "iterations": len(rows) + 1, "global_step": s["global_step"], "tree": ppo_control.__file__}))
@@ -131,6 +132,9 @@ def main():
             ratio = f"{med['after']['SPS'] / med['before']['SPS']:.2f}x" if side == "after" else ""
             md.append(f"| {preset} | {steps[preset]} | {side} | {m['SPS']:.0f} | {m['collect_s']:.3f} | "
                       f"{m['update_s']:.3f} | {m['update_only_s']:.3f} | {ratio} |")
+    md.append("\nHow the runs ran: " + "; ".join(sorted({f"{x['preset']} {x['side']}: compile {x.get('compile')}, "
+                                                       f"parallel_critic {x.get('parallel_critic')}" for x in rows})))
+    md.append("The update alone on a synthetic batch runs in one process on both sides.")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".md").write_text("\n".join(md) + "\n")

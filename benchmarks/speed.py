@@ -282,7 +282,15 @@ def run_ppo_control(env_id, total_steps, num_envs, vectorization, seed, out_dir,
     wall = time.perf_counter() - t0
     # end to end (env creation and setup included), the conservative side: SB3's time below is learn() only
     return {"wall_s": wall, "train_wall_s": s["wall_time"], "sps": s["global_step"] / wall,
-            "train_sps": s["global_step"] / s["wall_time"], "steps": s.get("global_step", total_steps)}
+            "train_sps": s["global_step"] / s["wall_time"], "steps": s.get("global_step", total_steps),
+            **run_decisions(s["run_dir"])}
+
+
+def run_decisions(run_dir) -> dict:
+    """How a run ran, as its config.json records it: the compile and parallel_critic decisions (None where the
+    checkout that wrote it had no such option)."""
+    rec = json.loads((Path(run_dir) / "config.json").read_text())
+    return {"compile": rec.get("compile"), "parallel_critic": rec.get("parallel_critic")}
 
 
 def run_sb3(env_id, total_steps, num_envs, seed) -> dict:
@@ -322,6 +330,9 @@ def cmd_ppo(args) -> dict:
     for env_id in args.env_ids:
         per = [f"{x['impl']} {x['sps']:.0f}" for x in rows if x["env_id"] == env_id]
         md.append(f"\n{env_id}, steps/s end to end per run in the order run: {', '.join(per)}")
+    decided = sorted({f"compile {x['compile']}, parallel_critic {x['parallel_critic']}" for x in rows
+                      if x["impl"] == "ppo_control"})
+    md.append(f"\nppo_control's runs: {'; '.join(decided)}.")
     md.append(f"\nppo_control ran with --compile {args.compile}; a compiled loss is built in the first run "
               f"(inductor's disk cache then serves the later ones), its compile time inside the end-to-end time.")
     md.append("\nEnd to end = ppo_control's whole train() call (env creation, setup, the first torch.optim use "

@@ -40,8 +40,10 @@ def main() -> None:
                               compile=compile_ or "auto")
             t0 = time.perf_counter()
             s = train(cfg)
+            rec = json.loads((Path(s["run_dir"]) / "config.json").read_text())  # how it ran
             rows.append({"preset": preset, "end_to_end_s": time.perf_counter() - t0, "train_wall_s": s["wall_time"],
-                         "SPS": s["SPS"], "final_return": s["final_return"], "eval_return": s["eval_return"]})
+                         "SPS": s["SPS"], "final_return": s["final_return"], "eval_return": s["eval_return"],
+                         "compile": rec.get("compile"), "parallel_critic": rec.get("parallel_critic")})
             print(rows[-1], flush=True)
     md = [f"# {a.total_steps:,} steps of {a.env_id}: {' vs '.join(a.presets)} (seed {a.seed})\n",
           f"Command: `{' '.join(['python'] + sys.argv)}`  ",
@@ -54,6 +56,8 @@ def main() -> None:
           "|---|---:|---:|---:|---:|---:|"]
     md += [f"| {r['preset']} | {r['train_wall_s']:.1f} | {r['end_to_end_s']:.1f} | {r['SPS']:.0f} | "
            f"{r['final_return']:.1f} | {r['eval_return']:.1f} |" for r in rows]
+    md.append("\nHow each ran: " + "; ".join(f"{r['preset']}: compile {r['compile']}, parallel_critic "
+                                             f"{r['parallel_critic']}" for r in rows))
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".md").write_text("\n".join(md) + "\n")

@@ -164,17 +164,16 @@ def _cmd_presets(args: argparse.Namespace) -> int:
 
 
 def console_main() -> int:
-    """The ``ppo-control`` command: ``main``, except that a stopped run (exit 130) whose checkpoint is
-    saved does not then wait for kernel compiles nobody will use. The interpreter joins inductor's
-    compile threads at exit, and a g++ job on a loaded machine can take minutes; the run directory is
-    already closed, so the process ends at once (the compiler finishes on its own and fills the cache)."""
+    """The ``ppo-control`` command: ``main``, except that a stopped run (exit 130), whose checkpoint is saved
+    and whose run directory and critic's process are closed, ends at once with 130. The interpreter's own exit
+    would join inductor's compile threads (a g++ job on a loaded machine can take minutes; the compiler finishes
+    on its own and fills the cache), and CPython 3.11 ends an interpreter that a KeyboardInterrupt once left
+    through code run by ``exec`` by raising SIGINT on itself, so the exit status is not 130."""
     rc = main()
     if rc == 130:
-        from .update import compile_work_running
-        if compile_work_running():
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(rc)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
     return rc
 
 

@@ -17,7 +17,7 @@ from .values import ALGORITHMS, FIELDS, flag, kind_of, parse_text
 # the --help sections, in the order a reader looks for them; every Config field but ``preset`` is in one
 GROUPS = {
     "run and environment": ("env_id", "env_kwargs", "algo", "total_steps", "seed", "num_envs", "vectorization",
-                            "env_threads", "device", "torch_threads", "compile"),
+                            "env_threads", "device", "torch_threads", "compile", "parallel_critic"),
     "PPO (the optimiser and the clipped objective; GRPO shares those not marked PPO)": (
         "num_steps", "lr", "anneal_lr", "lr_floor", "lr_decay_steps", "lr_adapt_kl", "adam_eps", "update_epochs",
         "num_minibatches", "max_grad_norm", "target_kl", "gamma", "gae_lambda", "clip_coef", "dual_clip", "norm_adv",

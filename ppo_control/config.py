@@ -14,13 +14,14 @@ from .values import ALGORITHMS, ConfigError, env_kwarg, field_name, register_sch
 # Fields that change where/how a run is written, never what it learns: two runs that differ
 # only in these are the same setting (grouping in aggregation, conflict checks in the runner).
 OUTPUT_ONLY_FIELDS = frozenset({"out_dir", "run_name", "progress", "tensorboard", "device", "torch_threads", "compile",
-                                "env_threads", "checkpoint_every", "stop_on_divergence"})
+                                "parallel_critic", "env_threads", "checkpoint_every", "stop_on_divergence"})
 
 # Fields that ``train --resume RUN_DIR`` may change: total_steps (to extend a run; with anneal_lr the
 # schedule is stretched from the current step on) and options that change how a run is run or
 # logged, never its state. Any other option given with --resume is refused by name.
 RESUMABLE_FIELDS = frozenset({"total_steps", "progress", "tensorboard", "checkpoint_every", "eval_episodes",
-                              "device", "torch_threads", "env_threads", "stop_on_divergence", "compile"})
+                              "device", "torch_threads", "env_threads", "stop_on_divergence", "compile",
+                              "parallel_critic"})
 
 
 def _f(default, help: str, **kw):
@@ -41,6 +42,10 @@ class Config:
     torch_threads: int = _f(1, "torch intra-op threads (0 = torch's default); 1 is fastest for small MLPs")
     compile: str = _f("auto", "torch.compile the update's loss; auto = on for PPO runs of >= 10,000 minibatch "
                               "updates where a C++ compiler exists (a one-off ~15-20 s)", choices=("auto", "on", "off"))
+    parallel_critic: str = _f("auto", "PPO: run the critic's epochs in a second process beside the policy's (the "
+                                      "same numbers, bit for bit; the loss eager); auto = on for an eager CPU run "
+                                      "with 2+ usable cores, torch_threads 1, no target_kl, no adv_every_epoch",
+                              choices=("auto", "on", "off"))
     num_envs: int = _f(4, "number of parallel environments")
     vectorization: str = _f("batched", "vector env backend: batched (native batched MuJoCo, gymnasium's results; "
                                        "other tasks fall back to sync), sync or async", choices=("sync", "async", "batched"))
@@ -237,6 +242,25 @@ def _validate(c: Config):
     # registers the algorithms before any Config is built; this module cannot import them, they import it)
     _need(c.algo in ALGORITHMS, f"algo={c.algo!r} is not one of {sorted(ALGORITHMS)}")
     ALGORITHMS[c.algo].check_config(c)
+    if c.parallel_critic == "on":
+        _check_parallel_critic(c)
+
+
+def _check_parallel_critic(c: Config):
+    """What ``parallel_critic=on`` cannot split: the two processes step in lockstep only when neither half needs
+    the other's numbers before the update ends (critic_process.py)."""
+    _need(ALGORITHMS[c.algo].splits_critic, f"parallel_critic=on: algo={c.algo} has no critic update to run in "
+                                            f"a second process; use --parallel-critic auto or off")
+    _need(c.torch_threads == 1, f"parallel_critic=on runs each half of the update on one thread; set "
+                                f"--torch-threads 1 (got {c.torch_threads}) or --parallel-critic off")
+    _need(c.target_kl is None, "parallel_critic=on: target_kl stops the epochs on the policy's KL, which the "
+                               "critic's process does not see; drop --target-kl or use --parallel-critic off")
+    _need(not c.adv_every_epoch, "parallel_critic=on: adv_every_epoch needs the updated critic between epochs; "
+                                 "drop --adv-every-epoch or use --parallel-critic off")
+    _need(c.compile != "on", "parallel_critic=on runs the loss eagerly; use --compile off (or auto), or "
+                             "--parallel-critic off")
+    _need(not c.device.startswith("cuda"), "parallel_critic=on runs the critic on the CPU; use --device cpu or "
+                                           "--parallel-critic off")
 
 
 register_schema(Config)

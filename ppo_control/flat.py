@@ -36,7 +36,7 @@ class FlatAdam:
         # size % vector-width elements of a tensor in scalar code, which rounds Adam's step differently from
         # their vector code: a parameter whose size leaves such a tail keeps its own tensor in the step, and
         # every view starts on a 64-byte boundary, so the step and the gradient norms are bit-identical to
-        # ``optimizer.step()`` and ``_clip_grad_norms`` on separate tensors.
+        # ``optimizer.step()`` and ``clip_grad_norms`` on separate tensors.
         bulk = [[p for p in g if p.numel() % _ALIGN == 0] for g in groups]
         layout = [b + [p for p in g if p.numel() % _ALIGN] for g, b in zip(groups, bulk)]
         offset, n = {}, 0
@@ -96,7 +96,7 @@ class FlatAdam:
 
     @torch.no_grad()
     def clip_grad_norms(self, max_norm: float) -> None:
-        """``update._clip_grad_norms`` on the flat gradients: the same norms (per parameter, then per network),
+        """:func:`clip_grad_norms` on the flat gradients: the same norms (per parameter, then per network),
         each network's gradients scaled by one (foreach) multiply of its segment."""
         coefs = clip_coefs(torch._foreach_norm(self.grads, 2.0), self.counts, max_norm)
         torch._foreach_mul_(self.segs, coefs)
@@ -110,6 +110,50 @@ class FlatAdam:
              maximize=g["maximize"], foreach=g["foreach"], capturable=g["capturable"], differentiable=False,
              fused=g["fused"], grad_scale=None, found_inf=None, decoupled_weight_decay=g["decoupled_weight_decay"])
         self.steps.copy_(self.step_ts[0])
+
+
+class MinibatchStep:
+    """One minibatch's ``loss.backward()``, ``clip_grad_norm_`` on each network of ``groups`` (their parameter
+    lists) separately and ``optimizer.step()``: the step from the run's first minibatch on, the zeroing of the
+    gradients and the clipping from the second, on the flat buffers of :class:`FlatAdam`."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer, groups: List[List[nn.Parameter]]):
+        self.optimizer, self.groups = optimizer, groups
+        self.params = [p for g in groups for p in g]
+        self.flat, self.tried = flat_adam(optimizer, groups), False
+
+    def __call__(self, loss: torch.Tensor, max_grad_norm: float) -> None:
+        if self.flat is not None:
+            self.flat.zero_grad()
+            loss.backward()
+            self.flat.clip_grad_norms(max_grad_norm)
+            self.flat.step()
+            return
+        for p in self.params:  # optimizer.zero_grad(set_to_none=True) without its wrappers' cost
+            p.grad = None
+        loss.backward()
+        clip_grad_norms(self.groups, max_grad_norm)
+        if not self.tried:  # a run's first step makes Adam's state (flat_adam's init), then steps flat
+            self.flat, self.tried = flat_adam(self.optimizer, self.groups, init=True), True
+        if self.flat is not None:
+            self.flat.step()
+        else:
+            self.optimizer.step()
+
+
+@torch.no_grad()
+def clip_grad_norms(groups: List[List[nn.Parameter]], max_norm: float) -> None:
+    """``nn.utils.clip_grad_norm_(g, max_norm, foreach=True)`` for each parameter group ``g`` (each network
+    clipped by its own norm), the same arithmetic with one ``_foreach_norm`` pass for all the groups: at
+    64-sample minibatches clip_grad_norm_'s Python (grouping by device, two calls a network) cost more
+    than its arithmetic."""
+    grads = [[p.grad for p in g if p.grad is not None] for g in groups]
+    grads = [g for g in grads if g]  # a network without gradients is left alone, as clip_grad_norm_ does
+    if not grads:
+        return
+    norms = torch._foreach_norm([x for g in grads for x in g], 2.0)
+    for g, coef in zip(grads, clip_coefs(norms, [len(g) for g in grads], max_norm)):
+        torch._foreach_mul_(g, coef)
 
 
 def clip_coefs(norms: List[torch.Tensor], counts: List[int], max_norm: float) -> List[torch.Tensor]:

@@ -19,6 +19,7 @@ import shutil
 import socket
 import sys
 import warnings
+import weakref
 from datetime import datetime
 from pathlib import Path
 from typing import List, Optional
@@ -29,6 +30,7 @@ except ImportError:  # Windows: no flock; runs work, unguarded (README, "Resume,
     fcntl = None
 
 LOCK_NAME = ".lock"
+_HELD: "weakref.WeakSet[RunLock]" = weakref.WeakSet()  # this process's locks with an open descriptor
 
 
 class RunDirError(RuntimeError):
@@ -83,6 +85,7 @@ class RunLock:
                 raise RunInUseError(f"{self.path.parent} is in use by another writer ({self._holder()}); "
                                   f"wait for it to finish or stop it, then resume") from None
         self.fd = fd
+        _HELD.add(self)
         self.previous = os.read(fd, 1 << 16)  # the last holder's record, put back if this start is refused
         record = {"pid": os.getpid(), "host": socket.gethostname(),
                   "started": datetime.now().astimezone().isoformat(timespec="seconds"), "command": self.command}
@@ -191,6 +194,20 @@ def open_run_dir(path, command: Optional[list] = None) -> RunDir:
     if not path.is_dir():
         raise RunDirError(f"no run directory at {path}; pass the folder of a run (it holds checkpoint.pt)")
     return RunDir(path, RunLock(path, command).acquire(), [])
+
+
+def _close_locks_in_child() -> None:
+    # A forked child (the critic's process of a run, an async env) shares the lock's open file, and the kernel
+    # drops a flock only when every descriptor of it is closed: the child closes its copy, so the lock ends with
+    # the process that took it and a second writer is not refused by a leftover child.
+    for lock in list(_HELD):
+        if lock.fd is not None:
+            os.close(lock.fd)
+            lock.fd = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_locks_in_child)
 
 
 def _undo(made: List[Path]) -> None:

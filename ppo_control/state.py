@@ -20,6 +20,7 @@ from . import algorithms
 from .algorithms import Algorithm
 from .checkpoint import CheckpointError, load_module_state, to_arrays, to_tensors
 from .config import Config, ConfigError
+from .critic_process import CriticProcess, parallel_critic_decision
 from .envs import SnapshotError, VecEnv, make_vec_env
 from .flat import no_dynamo_import
 from .networks import GaussianPolicy, ValueNet, make_critic, make_policy
@@ -72,19 +73,33 @@ class TrainState:
     wall_time: float = 0.0
     recent_returns: List[float] = field(default_factory=list)
     compile_plan: Tuple[bool, str] = (False, "")  # update.compile_decision for this run, resolved once
+    parallel_plan: Tuple[bool, str] = (False, "")  # critic_process.parallel_critic_decision, resolved once
+    critic_process: Optional[CriticProcess] = None  # where the plan is on: runs the critic's half of each update
 
     @classmethod
     def build(cls, cfg: Config) -> "TrainState":
         if cfg.torch_threads > 0:
             torch.set_num_threads(cfg.torch_threads)
         device = resolve_device(cfg.device)
+        algo = algorithms.get(cfg.algo)
+        plan = compile_decision(cfg, device, algo)
+        split = parallel_critic_decision(cfg, device, algo, plan[0])
+        # forked first, while this process runs no thread of its own (the envs may start MuJoCo's)
+        worker = CriticProcess() if split[0] else None
+        try:
+            return cls._build(cfg, device, algo, plan, split, worker)
+        except BaseException:
+            if worker is not None:
+                worker.close()
+            raise
+
+    @classmethod
+    def _build(cls, cfg: Config, device: torch.device, algo, plan, split, worker) -> "TrainState":
         torch.manual_seed(cfg.seed)
         envs = make_vec_env(cfg.env_id, cfg.num_envs, cfg.vectorization, nthread=cfg.env_threads or None,
                             **cfg.env_kwargs_dict)
-        algo = algorithms.get(cfg.algo)
         policy = make_policy(cfg, envs.obs_dim, envs.act_dim).to(device)
         critic = make_critic(cfg, envs.obs_dim).to(device) if algo.uses_critic else None
-        plan = compile_decision(cfg, device, algo)
         if plan[0]:
             # a compiled run imports torch._dynamo here, before its run directory and lock exist, as building the
             # optimizer did before eager runs stopped importing it (flat.no_dynamo_import): imported at the first
@@ -101,7 +116,16 @@ class TrainState:
                    obs_norm=ObsNormalizer((envs.obs_dim,), cfg.obs_clip, cfg.norm_obs),
                    rew_scaler=RewardScaler(cfg.num_envs, cfg.gamma, cfg.reward_clip, cfg.norm_reward),
                    rollout=rs, generator=torch.Generator().manual_seed(cfg.seed),
-                   np_rng=np.random.default_rng(cfg.seed), compile_plan=plan)
+                   np_rng=np.random.default_rng(cfg.seed), compile_plan=plan, parallel_plan=split,
+                   critic_process=worker)
+
+    def close(self) -> None:
+        """Close the envs and end the critic's process (a run's end, however it ends)."""
+        try:
+            self.envs.close()
+        finally:
+            if self.critic_process is not None:
+                self.critic_process.close()
 
     def last_return(self) -> float:
         """Mean return of the last 10 training episodes (NaN before the first)."""

@@ -24,6 +24,7 @@ import numpy as np
 from .checkpoint import (CHECKPOINT_NAME, CheckpointError, atomic_write_json, check_belongs, load_checkpoint,
                          run_identity, save_checkpoint)
 from .config import RESUMABLE_FIELDS, Config, ConfigError, applied_env_overrides
+from .critic_process import CriticProcessError
 from .evaluate import Policy, evaluate, load_policy, read_run_record
 from .metrics import MetricsLogger, Progress
 from .rundir import RunDir, check_out_dir, create_run_dir, default_run_name, open_run_dir
@@ -67,7 +68,7 @@ def train(cfg: Optional[Config] = None, resume: Optional[str] = None, changes: O
             run = create_run_dir(cfg.out_dir, cfg.run_name, lambda: default_run_name(cfg.env_id, cfg.algo, cfg.seed),
                                  command)
         except BaseException:
-            ts.envs.close()
+            ts.close()
             raise
         record = {"run_id": uuid.uuid4().hex, "command": command, "environment": environment_info(), "resumes": []}
     try:
@@ -97,7 +98,7 @@ def _prepare_resume(path, changes: dict, command: list):
         try:
             ts.restore(st, ckpt)
         except BaseException:
-            ts.envs.close()
+            ts.close()
             raise
     except BaseException:
         run.abandon()
@@ -115,7 +116,7 @@ def _prepare_resume(path, changes: dict, command: list):
 
 def _already_finished(ts: TrainState, run: RunDir) -> dict:
     """A resume of a run that has trained its total_steps: say so, change nothing, return its summary."""
-    ts.envs.close()
+    ts.close()
     run.abandon()  # the directory stays as it was (no resume record, no new evaluation)
     cfg, step = ts.cfg, ts.rollout.global_step
     print(f"ppo-control: {run.path} is finished ({step:,} steps, total_steps {cfg.total_steps:,}); extend it with "
@@ -172,12 +173,12 @@ def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
             print(f"ppo-control: torch.compile {why}; --compile off to skip", file=sys.stderr)
         # vectorization: the backend in use (batched falls back to sync for tasks it does not support)
         record.update(config=cfg.to_dict(), identity=identity, env_overrides_applied=overrides, compile=why,
-                      vectorization=ts.envs.vectorization)
+                      parallel_critic=ts.parallel_plan[1], vectorization=ts.envs.vectorization)
         atomic_write_json(run_dir / "config.json", record)
         log = MetricsLogger(run_dir, cfg.tensorboard, ts.iteration if st else None,
                             ts.rollout.global_step if st else None)
     except BaseException:
-        ts.envs.close()
+        ts.close()
         if st is None:
             run.abandon()
         raise
@@ -228,10 +229,15 @@ def _run(ts: TrainState, run: RunDir, record: dict, st: Optional[dict]) -> dict:
             raise NonFiniteError(f"{e}. Training stopped; the last good state (iteration {good['iteration']}) is "
                                  f"saved in {run_dir}. Lower lr or max_grad_norm, or enable norm_obs/norm_reward.") \
                 from None
+        except CriticProcessError as e:
+            save(good)
+            raise CriticProcessError(f"{e}; training stopped, the last good state (iteration {good['iteration']}) is "
+                                     f"saved: continue with `ppo-control train --resume {run_dir}` (add "
+                                     f"--parallel-critic off if this repeats)") from None
         finally:
             bar.close()
             log.close()
-            ts.envs.close()
+            ts.close()
     save(good)
     return _finish(ts, run_dir)
 

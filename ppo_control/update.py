@@ -9,6 +9,7 @@ critic loss), ``weighted`` (GRPO's 1/(G*len_i) averaging, ``weights`` in the dat
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import shutil
@@ -20,7 +21,7 @@ import torch
 from torch import nn
 
 from .config import Config
-from .flat import clip_coefs, flat_adam, no_dynamo_import
+from .flat import MinibatchStep, no_dynamo_import
 from .losses import clipped_surrogate, dual_clip_active, kl_k3, value_loss, weighted_mean
 from .networks import GaussianPolicy, ValueNet
 
@@ -66,7 +67,7 @@ def minibatch_loss(policy: GaussianPolicy, critic: Optional[ValueNet], mb: Dict[
     """The loss that is optimised, for one minibatch ``mb`` of ``[b, ...]`` tensors:
 
         loss = weighted_mean(clipped_surrogate) - ent_coef * weighted_mean(entropy)
-               [+ vf_coef * mean(value_loss)]  [+ kl_coef * weighted_mean(kl_k3)]
+               [+ vf_coef * value_term]  [+ kl_coef * weighted_mean(kl_k3)]
 
     with the bracketed terms where ``terms`` has them (weights where ``terms.weighted``).
 
@@ -86,9 +87,7 @@ def minibatch_loss(policy: GaussianPolicy, critic: Optional[ValueNet], mb: Dict[
         loss = pg
     stats = {"losses/policy_loss": pg, "losses/entropy": entropy}
     if terms.value:
-        vclip = cfg.clip_coef if cfg.clip_vloss else None
-        n = critic.normalize  # identity unless the critic fits normalised targets (value_norm)
-        vl = value_loss(n(critic(mb["obs"])), n(mb["returns"]), n(mb["values"]), vclip).mean()
+        vl = value_term(critic, mb, cfg)
         loss = loss + cfg.vf_coef * vl
         stats["losses/value_loss"] = vl
     if terms.kl_ref:
@@ -99,19 +98,48 @@ def minibatch_loss(policy: GaussianPolicy, critic: Optional[ValueNet], mb: Dict[
     return loss, {k: v.detach() for k, v in stats.items()}, logratio.detach(), adv
 
 
+def value_term(critic: ValueNet, mb: Dict[str, torch.Tensor], cfg: Config) -> torch.Tensor:
+    """PPO's value loss on one minibatch (a scalar): the mean of ``losses.value_loss`` over ``[b]``, taken in the
+    space the critic's net fits (``critic.normalize``: identity unless value_norm), clipped where clip_vloss.
+    :func:`minibatch_loss` adds ``vf_coef`` times it; a split update's critic process optimises that product."""
+    vclip = cfg.clip_coef if cfg.clip_vloss else None
+    n = critic.normalize
+    return value_loss(n(critic(mb["obs"])), n(mb["returns"]), n(mb["values"]), vclip).mean()
+
+
+def shuffled_minibatches(table: torch.Tensor, col: dict, generator: torch.Generator, epochs: int, n_mb: int,
+                         refresh: Optional[Callable[[], Dict[str, torch.Tensor]]] = None):
+    """Per epoch, the list of ``n_mb`` minibatches of one shuffle of ``table``'s ``[B, F]`` rows (a
+    ``torch.randperm`` from ``generator``): dicts of ``[b, ...]`` views, one per field of ``col`` (``_pack``).
+    ``refresh`` (see :func:`update`) rewrites its fields before every epoch after the first."""
+    B = table.shape[0]
+    b = B // n_mb
+    for epoch in range(epochs):
+        if refresh is not None and epoch > 0:
+            for key, x in refresh().items():
+                table[:, col[key]] = x
+        shuffled = table[torch.randperm(B, generator=generator).to(table.device)]
+        # every minibatch's field views made once per epoch (one split per field, not a slice per minibatch)
+        parts = {key: shuffled[:, c].split(b) for key, c in col.items()}
+        yield [{key: v[k] for key, v in parts.items()} for k in range(n_mb)]
+
+
 def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.optim.Optimizer,
            data: dict, cfg: Config, generator: torch.Generator, norm_adv: bool,
            refresh: Optional[Callable[[], Dict[str, torch.Tensor]]] = None, compiled: Optional[bool] = None, *,
-           terms: LossTerms) -> dict:
+           terms: LossTerms, critic_process=None) -> dict:
     """Optimise on one batch. ``data`` holds flat ``[B, ...]`` tensors (see ``Batch.flat``); ``terms`` (the
     algorithm's ``loss_terms``) says which loss terms are trained and so which of its fields are read.
 
-    Per minibatch: :func:`minibatch_loss`, ``loss.backward()``, ``clip_grad_norm_`` on the policy
-    and the critic separately, ``optimizer.step()`` (its step from the run's first minibatch on, the zeroing of the
-    gradients and the clipping from the second: on flat buffers, flat.py).  ``refresh`` (PPO's ``adv_every_epoch``)
+    Per minibatch: :func:`minibatch_loss`, then :class:`MinibatchStep` (``loss.backward()``, ``clip_grad_norm_``
+    on the policy and the critic separately, ``optimizer.step()``).  ``refresh`` (PPO's ``adv_every_epoch``)
     returns new flat ``advantages`` and ``returns`` before every epoch after the first.  ``compiled``
     runs the loss through ``torch.compile`` (default: ``cfg.compile == "on"``; training passes
-    :func:`compile_decision`, which also resolves ``"auto"``).
+    :func:`compile_decision`, which also resolves ``"auto"``).  ``critic_process`` (a
+    ``critic_process.CriticProcess``, PPO's ``parallel_critic``): the critic's ``vf_coef * value_term`` is
+    optimised there, on the same minibatches, while this process optimises the policy's terms; the networks
+    share no parameter and Adam is elementwise, so parameters, Adam's state and statistics are those of the
+    one-process update, bit for bit.
     Statistics stay on the device until the end (no host sync per minibatch unless
     ``target_kl`` needs one).  Returns the mean of each statistic over the minibatches that ran.
     """
@@ -119,44 +147,24 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
     keys += ["weights"] * terms.weighted + ["ref_logprobs"] * terms.kl_ref
     keys += ["returns", "values"] if terms.value else []
     table, col = _pack(data, keys)
-    nets = [policy] + ([critic] if critic is not None else [])
-    params = [list(n.parameters()) for n in nets]
-    B = table.shape[0]
-    n_mb = min(cfg.num_minibatches, B)
-    b = B // n_mb
-    stats, logratios, advs = [], [], []
-    epoch, stop = 0, False
+    n_mb = min(cfg.num_minibatches, table.shape[0])
     compiled = cfg.compile == "on" if compiled is None else compiled
     loss_fn = compiled_loss() if compiled else minibatch_loss
-    flat_params = [p for ps in params for p in ps]
-    # once Adam has state (made at the run's first step), zeroing, clipping and step run on flat buffers (flat.py)
-    flat, tried = flat_adam(optimizer, params), False
-    for epoch in range(cfg.update_epochs):
-        if refresh is not None and epoch > 0:
-            for key, x in refresh().items():
-                table[:, col[key]] = x
-        shuffled = table[torch.randperm(B, generator=generator).to(table.device)]
-        # every minibatch's field views made once per epoch (one split per field, not a slice per minibatch)
-        parts = {key: shuffled[:, c].split(b) for key, c in col.items()}
-        for k in range(n_mb):
-            mb = {key: v[k] for key, v in parts.items()}
-            loss, st, logratio, adv = loss_fn(policy, critic, mb, cfg, norm_adv, terms)
-            if flat is not None:
-                flat.zero_grad()
-                loss.backward()
-                flat.clip_grad_norms(cfg.max_grad_norm)
-                flat.step()
-            else:
-                for p in flat_params:  # optimizer.zero_grad(set_to_none=True) without its wrappers' cost
-                    p.grad = None
-                loss.backward()
-                _clip_grad_norms(params, cfg.max_grad_norm)
-                if not tried:  # a run's first step makes Adam's state (flat_adam's init), then steps flat
-                    flat, tried = flat_adam(optimizer, params, init=True), True
-                if flat is not None:
-                    flat.step()
-                else:
-                    optimizer.step()
+    if critic_process is not None:
+        if compiled or refresh is not None or cfg.target_kl is not None or not terms.value or terms.kl_ref:
+            raise ValueError("a split update needs an eager loss with a value term, no refresh and no target_kl")
+        critic_process.start(cfg, table, col, n_mb, generator, critic, optimizer)
+        step = MinibatchStep(critic_process.policy_optimizer(optimizer, policy), [list(policy.parameters())])
+        loss_critic, terms = None, dataclasses.replace(terms, value=False)
+    else:
+        nets = [policy] + ([critic] if critic is not None else [])
+        step, loss_critic = MinibatchStep(optimizer, [list(n.parameters()) for n in nets]), critic
+    stats, logratios, advs = [], [], []
+    epoch, stop = 0, False
+    for epoch, minibatches in enumerate(shuffled_minibatches(table, col, generator, cfg.update_epochs, n_mb, refresh)):
+        for mb in minibatches:
+            loss, st, logratio, adv = loss_fn(policy, loss_critic, mb, cfg, norm_adv, terms)
+            step(loss, cfg.max_grad_norm)
             stats += st.values()
             logratios.append(logratio)
             advs.append(adv)
@@ -165,10 +173,21 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
                 break
         if stop:
             break
-    means = torch.stack(stats).view(-1, len(st)).mean(0)
+    names, per_mb = list(st), torch.stack(stats).view(-1, len(st))  # [minibatches, stats]
+    if critic_process is not None:  # the value loss joins the table where the one-process update has it
+        names.append("losses/value_loss")
+        per_mb = torch.cat([per_mb, critic_process.finish(critic, optimizer)[:, None]], 1)
+    return _summary(names, per_mb, logratios, advs, cfg, epoch, stop)
+
+
+def _summary(names: List[str], per_mb: torch.Tensor, logratios: list, advs: list, cfg: Config, epoch: int,
+             stop: bool) -> dict:
+    """The update's statistics: the mean of each column of ``per_mb`` ``[minibatches, stats]`` and those of the
+    ratios (``logratios``, ``advs``: ``[b]`` per minibatch)."""
+    means = per_mb.mean(0)
     if not torch.isfinite(means).all():
-        raise NonFiniteError(f"non-finite loss in the update ({dict(zip(st, means.tolist()))})")
-    out = dict(zip(st, means.tolist()))
+        raise NonFiniteError(f"non-finite loss in the update ({dict(zip(names, means.tolist()))})")
+    out = dict(zip(names, means.tolist()))
     lr_ = torch.stack(logratios)
     ratio = lr_.exp()
     out["losses/approx_kl"] = float(((ratio - 1.0) - lr_).mean())  # k3 estimate of KL(old || new)
@@ -192,6 +211,8 @@ def compile_decision(cfg: Config, device: torch.device, algorithm) -> Tuple[bool
     ``algorithm`` (the ``Algorithm`` class of ``cfg.algo``) says how many updates the run makes."""
     if cfg.compile != "auto":
         return cfg.compile == "on", f"compile={cfg.compile}"
+    if cfg.parallel_critic == "on":
+        return False, "auto: off, parallel_critic=on runs the loss eagerly"
     n = algorithm.planned_updates(cfg)
     if n is None:
         return False, f"auto: {algorithm.compile_auto_off}"
@@ -288,18 +309,3 @@ def check_finite(*modules: nn.Module) -> None:
         for name, p in m.named_parameters():
             if not torch.isfinite(p).all():
                 raise NonFiniteError(f"parameter {type(m).__name__}.{name} became non-finite")
-
-
-@torch.no_grad()
-def _clip_grad_norms(groups: List[List[nn.Parameter]], max_norm: float) -> None:
-    """``nn.utils.clip_grad_norm_(g, max_norm, foreach=True)`` for each parameter group ``g`` (each network
-    clipped by its own norm), the same arithmetic with one ``_foreach_norm`` pass for all the groups: at
-    64-sample minibatches clip_grad_norm_'s Python (grouping by device, two calls a network) cost more
-    than its arithmetic."""
-    grads = [[p.grad for p in g if p.grad is not None] for g in groups]
-    grads = [g for g in grads if g]  # a network without gradients is left alone, as clip_grad_norm_ does
-    if not grads:
-        return
-    norms = torch._foreach_norm([x for g in grads for x in g], 2.0)
-    for g, coef in zip(grads, clip_coefs(norms, [len(g) for g in grads], max_norm)):
-        torch._foreach_mul_(g, coef)

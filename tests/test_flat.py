@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from ppo_control import flat as flat_mod
-from ppo_control import update as update_mod
 from ppo_control.config import make_config
 from ppo_control.networks import make_critic, make_policy
 from ppo_control.update import LossTerms, make_optimizer, update
@@ -33,7 +32,7 @@ def _batch(cfg, obs_dim, act_dim, seed):
 
 def _train(case, monkeypatch, flat_on, between=None):
     obs_dim, act_dim, over = CASES[case]
-    monkeypatch.setattr(update_mod, "flat_adam", flat_mod.flat_adam if flat_on else (lambda *a, **k: None))
+    monkeypatch.setattr(flat_mod, "flat_adam", flat_mod.flat_adam if flat_on else (lambda *a, **k: None))
     cfg = make_config("classic", **over)
     torch.manual_seed(0)
     pi, vf = make_policy(cfg, obs_dim, act_dim), make_critic(cfg, obs_dim)
@@ -64,7 +63,9 @@ def _assert_same(a, b):
 def test_the_flat_update_is_the_plain_update_bit_for_bit(case, monkeypatch):
     flat = _train(case, monkeypatch, True)
     assert getattr(flat[2], "_flat_adam", None) is not None  # the flat path really ran
-    _assert_same(flat, _train(case, monkeypatch, False))
+    plain = _train(case, monkeypatch, False)
+    assert getattr(plain[2], "_flat_adam", None) is None  # and the plain one did not
+    _assert_same(flat, plain)
 
 
 def test_the_views_are_rebuilt_after_a_state_load_or_zero_grad(monkeypatch):
@@ -158,7 +159,7 @@ def test_the_clipping_is_clip_grad_norm_per_network_bit_for_bit():
     groups = [list(n.parameters()) for n in nets]
     for p, x in zip((p for g in groups for p in g), (x for g in grads for x in g)):
         p.grad = x.clone()
-    update_mod._clip_grad_norms(groups, 0.5)
+    flat_mod.clip_grad_norms(groups, 0.5)
     assert all(torch.equal(p.grad, e) for g, eg in zip(groups, expect) for p, e in zip(g, eg))
     opt = make_optimizer(nets, cfg)
     f = flat_mod.flat_adam(opt, groups, init=True)  # takes the unclipped gradients in

@@ -133,7 +133,7 @@ def test_gradients_are_clipped_per_network(flat, monkeypatch):
     if flat:
         monkeypatch.setattr(flat_mod.FlatAdam, "step", seeing(flat_mod.FlatAdam.step))
     else:
-        monkeypatch.setattr(update_mod, "flat_adam", lambda *a, **k: None)
+        monkeypatch.setattr(flat_mod, "flat_adam", lambda *a, **k: None)
         opt.step = seeing(opt.step)
     update(pi, vf, opt, data, cfg, torch.Generator().manual_seed(0), True, terms=PPO_TERMS)
     assert set(seen) == {"pi", "vf"}

@@ -24,7 +24,7 @@ from statistics import median
 HERE = Path(__file__).resolve().parents[2]
 
 CHILD = r"""
-import dataclasses, json, sys, tempfile, time
+import dataclasses, json, resource, sys, tempfile, time
 from ppo_control import make_config, train
 from ppo_control.config import Config
 preset, env_id, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -33,12 +33,15 @@ kw = dict(env_id=env_id, total_steps=steps, eval_episodes=0, progress=False, ten
 if "compile" in {f.name for f in dataclasses.fields(Config)}:  # older checkouts have no compile option
     kw["compile"] = "off"
 cfg = make_config(preset, **kw)
-t = time.process_time()
+children = lambda: (lambda r: r.ru_utime + r.ru_stime)(resource.getrusage(resource.RUSAGE_CHILDREN))
+t, c = time.process_time(), children()
 s = train(cfg)
-cpu = time.process_time() - t
+# the critic's process (parallel_critic), reaped when the run ends, counts: its CPU is the run's too
+cpu = time.process_time() - t + children() - c
+rec = json.load(open(f"{s['run_dir']}/config.json"))
 import ppo_control
 print(json.dumps({"cpu": cpu, "wall_time": s["wall_time"], "steps": s["global_step"], "tree": ppo_control.__file__,
-                  "dynamo": "torch._dynamo" in sys.modules}))
+                  "dynamo": "torch._dynamo" in sys.modules, "parallel_critic": rec.get("parallel_critic")}))
 """
 
 
@@ -73,13 +76,16 @@ def write(a, pairs, med, ratio):
     info = environment_info()
     old, new = git_commit(a.base), git_commit(a.new)
     md = [f"# CPU time of a whole train() call, {a.preset} preset, {a.env}, {a.steps:,} steps: new code / old code\n",
-          "Process CPU time of `train()` (env creation, setup, the iterations, checkpoints; not the imports), a "
+          "Process CPU time of `train()` (env creation, setup, the iterations, checkpoints; not the imports; with "
+          "the CPU time of its child processes, the critic's among them), a "
           "subprocess per run, `--compile off`, `torch_threads=1`, no evaluation, old and new alternating (the "
           "order flipped every pair). A ratio below 1 is CPU work removed.\n",
           "| old (median) | new (median) | median of new/old | pairs | torch._dynamo imported (old, new) |",
           "|---:|---:|---:|---:|---|",
           f"| {med['old']:.3f} s | {med['new']:.3f} s | **{ratio:.3f}** | {len(pairs)} | "
           f"{pairs[0]['old']['dynamo']}, {pairs[0]['new']['dynamo']} |",
+          f"\nparallel_critic (old, new): {pairs[0]['old'].get('parallel_critic')}, "
+          f"{pairs[0]['new'].get('parallel_critic')}",
           "\nEvery pair (old s, new s, new/old): " + "; ".join(
               f"{q['old']['cpu']:.3f} / {q['new']['cpu']:.3f} = {q['ratio']:.3f}" for q in pairs),
           "", f"Command: `{' '.join(['python -m benchmarks.studies.train_cpu_time'] + sys.argv[1:])}`  ",

@@ -26,6 +26,7 @@ class Algorithm:
     carries nothing, trains until ``total_steps`` and checkpoints nothing of its own."""
 
     uses_critic: ClassVar[bool] = False      # TrainState builds a ValueNet, optimised with the policy
+    splits_critic: ClassVar[bool] = False    # iteration() hands update() ts.critic_process (parallel_critic)
     needs_snapshots: ClassVar[bool] = False  # the envs must save/restore simulator states (checked at build)
     loss_terms: ClassVar[LossTerms] = LossTerms()
     compile_auto_off: ClassVar[str] = "off (this algorithm's update is not measured compiled)"

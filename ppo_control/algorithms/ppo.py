@@ -22,9 +22,10 @@ class PPO(Algorithm):
     """Clipped-surrogate PPO with a learned critic and GAE; carries nothing beyond the shared networks."""
 
     uses_critic = True
+    splits_critic = True
     # the critic, the rollout length and reward scaling: GRPO has none of them
     own_fields = frozenset({"num_steps", "gae_lambda", "norm_adv", "vf_coef", "clip_vloss", "adv_every_epoch",
-                            "value_norm", "critic_hidden_sizes", "norm_reward", "reward_clip"})
+                            "value_norm", "critic_hidden_sizes", "norm_reward", "reward_clip", "parallel_critic"})
     loss_terms = LossTerms(value=True)
 
     @classmethod
@@ -61,7 +62,8 @@ class PPO(Algorithm):
             return {"advantages": adv.reshape(-1), "returns": ret.reshape(-1)}
         t1 = time.perf_counter()
         stats = update(ts.policy, ts.critic, ts.optimizer, batch.flat(), cfg, ts.generator, cfg.norm_adv,
-                       refresh if cfg.adv_every_epoch else None, compiled=ts.compile_plan[0], terms=self.loss_terms)
+                       refresh if cfg.adv_every_epoch else None, compiled=ts.compile_plan[0], terms=self.loss_terms,
+                       critic_process=ts.critic_process)
         stats["time/collect_s"], stats["time/update_s"] = t1 - t0, time.perf_counter() - t1  # where the time goes
         y, v = batch.returns.flatten(), batch.values.flatten()
         var_y = torch.var(y)
