@@ -60,9 +60,12 @@ def test_job_action_from_the_run_directory(tmp_path):
 
 def test_default_workers_fill_cores_without_oversubscribing(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
-    assert default_workers([tiny()]) == 8
-    assert default_workers([tiny(), tiny(torch_threads=2)]) == 4
-    assert default_workers([tiny(num_envs=4, vectorization="async")]) == 2
+    assert default_workers([tiny(parallel_critic="off")]) == 8
+    assert default_workers([tiny()]) == 4  # PPO's critic updates in a second process: two cores a job
+    assert default_workers([make_config("grpo", **{**TINY, "num_envs": 8})]) == 8  # GRPO has no critic
+    assert default_workers([tiny(parallel_critic="off"), tiny(torch_threads=2)]) == 4  # 2 threads: one process
+    assert default_workers([tiny(num_envs=4, vectorization="async", parallel_critic="off")]) == 2
+    assert default_workers([tiny(num_envs=4, vectorization="async")]) == 1
     assert default_workers([tiny(num_envs=16, vectorization="async")]) == 1
 
 

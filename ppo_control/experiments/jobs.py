@@ -55,9 +55,25 @@ def job_action(cfg: Config) -> Tuple[str, Optional[str]]:
 
 def job_cost(cfg: Config) -> int:
     """Cores one job keeps busy: its torch threads, or its env processes (async) or MuJoCo threads
-    (batched) if more (collection and updates alternate, so they do not add up)."""
+    (batched) if more (collection and updates alternate, so they do not add up); one more where the
+    critic's update runs in a second process beside the policy's (``critic_process``)."""
     envs = {"async": cfg.num_envs, "batched": max(1, cfg.env_threads)}.get(cfg.vectorization, 1)
-    return max(max(1, cfg.torch_threads), envs)
+    return max(max(1, cfg.torch_threads), envs) + (1 if splits_critic(cfg) else 0)
+
+
+def splits_critic(cfg: Config) -> bool:
+    """Whether a run of ``cfg`` (as the runner prepares it, on the CPU) puts its critic's update in a
+    second process: ``critic_process.parallel_critic_decision`` on a machine with two or more cores."""
+    import torch
+
+    from .. import algorithms
+    from ..critic_process import parallel_critic_decision
+    from ..update import compile_decision
+    device, algo = torch.device("cpu"), algorithms.get(cfg.algo)
+    if cfg.parallel_critic == "auto" and cfg.device not in ("auto", "cpu"):
+        return False
+    cfg = cfg.replace(torch_threads=cfg.torch_threads or 1)
+    return parallel_critic_decision(cfg, device, algo, compile_decision(cfg, device, algo)[0])[0]
 
 
 # The job, as run inside a local worker process or a Ray task ---------------------------
