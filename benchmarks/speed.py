@@ -335,9 +335,9 @@ def cmd_ppo(args) -> dict:
     md.append(f"\nppo_control's runs: {'; '.join(decided)}.")
     md.append(f"\nppo_control ran with --compile {args.compile}; a compiled loss is built in the first run "
               f"(inductor's disk cache then serves the later ones), its compile time inside the end-to-end time.")
-    md.append("\nEnd to end = ppo_control's whole train() call (env creation, setup, the first torch.optim use "
-              "importing torch._dynamo, ~4 s here, and the loop) against SB3's learn() alone (its setup, with the "
-              "same import, is outside the timer); training loop = the iterations only, like learn().")
+    md.append("\nEnd to end = ppo_control's whole train() call (env creation, setup, a compiled run's compile, "
+              "and the loop) against SB3's learn() alone (its setup is outside the timer); training loop = the "
+              "iterations only, like learn().")
     return {"rows": rows, "markdown": "\n".join(md)}
 
 

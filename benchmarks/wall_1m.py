@@ -4,7 +4,8 @@
     python benchmarks/wall_1m.py --env-id Hopper-v5 --presets classic default --out results/speed/wall_1m_hopper
     python benchmarks/wall_1m.py --presets fast:off fast      # eager against the default (compile=auto)
 
-A preset may carry ``:auto``, ``:on`` or ``:off`` for its ``--compile`` setting (default: auto).
+A preset may carry ``:auto``, ``:on`` or ``:off`` for its ``--compile`` setting, then another for its
+``--parallel-critic`` setting (``fast:on:off``: compiled, one process; default: auto for both).
 
 Writes results/speed/wall_1m.{md,json} with the command, commit, machine, versions and load.
 """
@@ -33,11 +34,12 @@ def main() -> None:
     info, rows = environment_info(), []
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        for preset in a.presets:
-            base, _, compile_ = preset.partition(":")
+        for i, preset in enumerate(a.presets):  # a preset may repeat: each run its own folder
+            base, compile_, parallel = (preset.split(":") + ["", ""])[:3]
             cfg = make_config(base, env_id=a.env_id, seed=a.seed, total_steps=a.total_steps, eval_episodes=10,
-                              progress=False, tensorboard=False, out_dir=tmp, run_name=preset.replace(":", "_"),
-                              compile=compile_ or "auto")
+                              progress=False, tensorboard=False, out_dir=tmp,
+                              run_name=f"{i}_{preset.replace(':', '_')}", compile=compile_ or "auto",
+                              parallel_critic=parallel or "auto")
             t0 = time.perf_counter()
             s = train(cfg)
             rec = json.loads((Path(s["run_dir"]) / "config.json").read_text())  # how it ran

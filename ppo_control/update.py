@@ -218,6 +218,11 @@ def compile_decision(cfg: Config, device: torch.device, algorithm) -> Tuple[bool
         return False, f"auto: {algorithm.compile_auto_off}"
     if n < COMPILE_MIN_UPDATES:
         return False, f"auto: off, {n:,} minibatch updates < {COMPILE_MIN_UPDATES:,} (the compile would not pay)"
+    from .critic_process import parallel_critic_decision  # it imports this module
+    if parallel_critic_decision(cfg, device, algorithm, compiled=False)[0]:
+        # measured side by side (results/speed/wall_1m_fast_auto.md, wall_163k_split.md): eager with the critic on
+        # the second core beats the compiled one-process update (fast 1M 38.8 s against 51.0 s warm)
+        return False, "auto: off, the critic's update runs in a second process instead (faster than compiling)"
     missing = _compiler_missing(device)
     if missing:
         return False, f"auto: off, {missing}"

@@ -166,10 +166,13 @@ def test_on_refuses_what_it_cannot_split_and_says_what_to_change(over, msg):
         make_config("classic", parallel_critic="on", **over)
 
 
-def test_an_explicit_on_keeps_compile_auto_off_and_auto_leaves_the_compile_decision_alone(monkeypatch):
+def test_an_explicit_on_keeps_compile_auto_off_and_auto_splits_instead_of_compiling(monkeypatch):
     monkeypatch.setattr(sys.modules["ppo_control.update"], "_compiler_missing", lambda device: "")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     cfg, cpu = make_config("classic", total_steps=1_000_000), torch.device("cpu")
-    assert compile_decision(cfg, cpu, algorithms.PPO)[0] is True
+    assert compile_decision(cfg, cpu, algorithms.PPO)[0] is False
+    assert parallel_critic_decision(cfg, cpu, algorithms.PPO, False)[0] is True
+    assert compile_decision(cfg.replace(parallel_critic="off"), cpu, algorithms.PPO)[0] is True
     assert compile_decision(cfg.replace(parallel_critic="on"), cpu, algorithms.PPO) == \
         (False, "auto: off, parallel_critic=on runs the loss eagerly")
 

@@ -5,6 +5,7 @@ to any network.
 ppo_control had until commit b2811f8 (hand-written MLP backward + flat Adam); see
 ``data/make_update_golden.py``.
 """
+import os
 import threading
 import time
 from pathlib import Path
@@ -227,8 +228,15 @@ def test_compile_decision_auto_on_for_long_ppo_runs_only(monkeypatch):
     cpu = torch.device("cpu")
     monkeypatch.setattr(update_mod, "_compiler_missing", lambda device: "")
     # classic 1M: 489 iterations x 10 epochs x 32 minibatches = 156,480 updates
-    on, why = _decide(make_config("classic"))
+    on, why = _decide(make_config("classic", parallel_critic="off"))
     assert on and "156,480" in why
+    # with two cores the critic's update goes to a second process instead, eager (faster, measured)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert _decide(make_config("classic")) == (
+        False, "auto: off, the critic's update runs in a second process instead (faster than compiling)")
+    assert _decide(make_config("classic", adv_every_epoch=True))[0]  # that update cannot split: it compiles
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert _decide(make_config("classic"))[0]  # one core: no second process, the compile pays
     # 100k steps of the fast preset: 25 x 10 x 8 = 2,000 < 10,000, the compile would not pay
     assert _decide(make_config("fast", total_steps=100_000)) == (
         False, "auto: off, 2,000 minibatch updates < 10,000 (the compile would not pay)")
@@ -236,7 +244,7 @@ def test_compile_decision_auto_on_for_long_ppo_runs_only(monkeypatch):
     assert _decide(make_config("fast", total_steps=1000, compile="on"))[0]
     assert not _decide(make_config("classic", compile="off"))[0]
     monkeypatch.setattr(update_mod, "_compiler_missing", lambda device: "no C++ compiler on PATH")
-    assert _decide(make_config("classic")) == (False, "auto: off, no C++ compiler on PATH")
+    assert _decide(make_config("classic", parallel_critic="off")) == (False, "auto: off, no C++ compiler on PATH")
     # compile was a flag in older config.json files and Python callers
     assert make_config("classic", compile=True).compile == "on"
     assert make_config("classic", compile=False).compile == "off"
