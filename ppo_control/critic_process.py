@@ -30,7 +30,7 @@ import torch
 from .config import ConfigError
 from .flat import MinibatchStep, no_dynamo_import
 from .networks import make_critic
-from .update import shuffled_minibatches, value_term
+from .update import compile_decision, shuffled_minibatches, value_term
 
 _STOPS = {signal.SIGINT, signal.SIGTERM}  # the trainer's to handle (train.stop_signals_as_interrupt)
 _ADAM_KEYS = ("step", "exp_avg", "exp_avg_sq")  # Adam's per-parameter state, in the order Adam makes it
@@ -65,6 +65,13 @@ def parallel_critic_decision(cfg, device: torch.device, algorithm, compiled: boo
     if why:
         return False, f"auto: off, {why}"
     return True, f"auto: on, the critic's epochs in a second process ({cores} usable cores)"
+
+
+def run_plans(cfg, device: torch.device, algorithm) -> Tuple[Tuple[bool, str], Tuple[bool, str]]:
+    """(compile decision, parallel-critic decision) of a run: the split is weighed first, since where the
+    critic can update in a second process, ``--compile auto`` keeps the loss eager."""
+    plan = compile_decision(cfg, device, algorithm, splits=parallel_critic_decision(cfg, device, algorithm, False)[0])
+    return plan, parallel_critic_decision(cfg, device, algorithm, plan[0])
 
 
 def _accelerator_present() -> bool:

@@ -20,13 +20,13 @@ from . import algorithms
 from .algorithms import Algorithm
 from .checkpoint import CheckpointError, load_module_state, to_arrays, to_tensors
 from .config import Config, ConfigError
-from .critic_process import CriticProcess, parallel_critic_decision
+from .critic_process import CriticProcess, run_plans
 from .envs import SnapshotError, VecEnv, make_vec_env
 from .flat import no_dynamo_import
 from .networks import GaussianPolicy, ValueNet, make_critic, make_policy
 from .normalize import ObsNormalizer, RewardScaler
 from .rollout import RolloutState
-from .update import compile_decision, make_optimizer
+from .update import make_optimizer
 
 
 def resolve_device(name: str) -> torch.device:
@@ -82,8 +82,7 @@ class TrainState:
             torch.set_num_threads(cfg.torch_threads)
         device = resolve_device(cfg.device)
         algo = algorithms.get(cfg.algo)
-        plan = compile_decision(cfg, device, algo)
-        split = parallel_critic_decision(cfg, device, algo, plan[0])
+        plan, split = run_plans(cfg, device, algo)
         # forked first, while this process runs no thread of its own (the envs may start MuJoCo's)
         worker = CriticProcess() if split[0] else None
         try:

@@ -206,9 +206,11 @@ COMPILE_MIN_UPDATES = 10_000
 _COMPILED: dict = {}
 
 
-def compile_decision(cfg: Config, device: torch.device, algorithm) -> Tuple[bool, str]:
+def compile_decision(cfg: Config, device: torch.device, algorithm, splits: bool = False) -> Tuple[bool, str]:
     """Whether the update's loss runs through ``torch.compile`` for ``cfg`` on ``device``, and why;
-    ``algorithm`` (the ``Algorithm`` class of ``cfg.algo``) says how many updates the run makes."""
+    ``algorithm`` (the ``Algorithm`` class of ``cfg.algo``) says how many updates the run makes; ``splits``:
+    whether the eager update would run the critic's half in a second process
+    (``critic_process.run_plans`` decides both)."""
     if cfg.compile != "auto":
         return cfg.compile == "on", f"compile={cfg.compile}"
     if cfg.parallel_critic == "on":
@@ -218,8 +220,7 @@ def compile_decision(cfg: Config, device: torch.device, algorithm) -> Tuple[bool
         return False, f"auto: {algorithm.compile_auto_off}"
     if n < COMPILE_MIN_UPDATES:
         return False, f"auto: off, {n:,} minibatch updates < {COMPILE_MIN_UPDATES:,} (the compile would not pay)"
-    from .critic_process import parallel_critic_decision  # it imports this module
-    if parallel_critic_decision(cfg, device, algorithm, compiled=False)[0]:
+    if splits:
         # measured side by side (results/speed/wall_1m_fast_auto.md, wall_163k_split.md): eager with the critic on
         # the second core beats the compiled one-process update (fast 1M 38.8 s against 51.0 s warm)
         return False, "auto: off, the critic's update runs in a second process instead (faster than compiling)"

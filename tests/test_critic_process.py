@@ -15,7 +15,7 @@ from ppo_control import critic_process as cp_mod
 from ppo_control.checkpoint import load_checkpoint
 from ppo_control.cli import main
 from ppo_control.config import ConfigError, make_config
-from ppo_control.critic_process import CriticProcess, CriticProcessError, parallel_critic_decision
+from ppo_control.critic_process import CriticProcess, CriticProcessError, parallel_critic_decision, run_plans
 from ppo_control.metrics import read_jsonl
 from ppo_control.networks import make_critic, make_policy
 from ppo_control.rundir import RunInUseError, RunLock
@@ -170,9 +170,8 @@ def test_an_explicit_on_keeps_compile_auto_off_and_auto_splits_instead_of_compil
     monkeypatch.setattr(sys.modules["ppo_control.update"], "_compiler_missing", lambda device: "")
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     cfg, cpu = make_config("classic", total_steps=1_000_000), torch.device("cpu")
-    assert compile_decision(cfg, cpu, algorithms.PPO)[0] is False
-    assert parallel_critic_decision(cfg, cpu, algorithms.PPO, False)[0] is True
-    assert compile_decision(cfg.replace(parallel_critic="off"), cpu, algorithms.PPO)[0] is True
+    assert [d[0] for d in run_plans(cfg, cpu, algorithms.PPO)] == [False, True]  # eager, split
+    assert [d[0] for d in run_plans(cfg.replace(parallel_critic="off"), cpu, algorithms.PPO)] == [True, False]
     assert compile_decision(cfg.replace(parallel_critic="on"), cpu, algorithms.PPO) == \
         (False, "auto: off, parallel_critic=on runs the loss eagerly")
 

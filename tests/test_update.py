@@ -221,7 +221,8 @@ def test_compiled_loss_gives_the_same_update():
 
 
 def _decide(cfg):
-    return update_mod.compile_decision(cfg, torch.device("cpu"), algorithms.get(cfg.algo))
+    from ppo_control.critic_process import run_plans
+    return run_plans(cfg, torch.device("cpu"), algorithms.get(cfg.algo))[0]
 
 
 def test_compile_decision_auto_on_for_long_ppo_runs_only(monkeypatch):

@@ -67,13 +67,11 @@ def splits_critic(cfg: Config) -> bool:
     import torch
 
     from .. import algorithms
-    from ..critic_process import parallel_critic_decision
-    from ..update import compile_decision
-    device, algo = torch.device("cpu"), algorithms.get(cfg.algo)
+    from ..critic_process import run_plans
     if cfg.parallel_critic == "auto" and cfg.device not in ("auto", "cpu"):
         return False
-    cfg = cfg.replace(torch_threads=cfg.torch_threads or 1)
-    return parallel_critic_decision(cfg, device, algo, compile_decision(cfg, device, algo)[0])[0]
+    return run_plans(cfg.replace(torch_threads=cfg.torch_threads or 1), torch.device("cpu"),
+                     algorithms.get(cfg.algo))[1][0]
 
 
 # The job, as run inside a local worker process or a Ray task ---------------------------
