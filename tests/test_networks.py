@@ -87,7 +87,9 @@ def test_old_logprobs_carry_no_gradient():
     from ppo_control.rollout import collect_steps
     from ppo_control.state import TrainState
     ts = TrainState.build(make_config(env_id="InvertedPendulum-v5", num_envs=2, num_steps=8, num_minibatches=2))
-    b = collect_steps(ts.envs, ts.policy, ts.critic, ts.obs_norm, ts.rew_scaler, ts.rollout, 8, ts.device)
+    # the run's seeded generator: an unseeded draw made the sum below fall under 0.1 now and then
+    b = collect_steps(ts.envs, ts.policy, ts.critic, ts.obs_norm, ts.rew_scaler, ts.rollout, 8, ts.device,
+                      rng=ts.np_rng)
     assert not b.logprobs.requires_grad and b.logprobs.grad_fn is None
     assert not b.values.requires_grad and b.values.grad_fn is None
     new = ts.policy.dist(b.obs.reshape(-1, 4)).log_prob(b.actions.reshape(-1, 1))
@@ -102,4 +104,4 @@ def test_old_logprobs_carry_no_gradient():
     expected = (z ** 2 - 1).sum(0)
     assert expected.abs().item() > 0.1
     assert torch.allclose(ts.policy.log_std.grad, expected, rtol=1e-4, atol=1e-5)
-    ts.envs.close()
+    ts.close()
