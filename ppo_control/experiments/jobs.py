@@ -62,16 +62,14 @@ def job_cost(cfg: Config) -> int:
 
 
 def splits_critic(cfg: Config) -> bool:
-    """Whether a run of ``cfg`` (as the runner prepares it, on the CPU) puts its critic's update in a
-    second process: ``critic_process.parallel_critic_decision`` on a machine with two or more cores."""
+    """Whether a run of ``cfg`` (as the runner prepares it: torch_threads 0 -> 1) puts its critic's update in a
+    second process on this machine: the run's own decision, ``critic_process.run_plans``."""
     import torch
 
     from .. import algorithms
     from ..critic_process import run_plans
-    if cfg.parallel_critic == "auto" and cfg.device not in ("auto", "cpu"):
-        return False
-    return run_plans(cfg.replace(torch_threads=cfg.torch_threads or 1), torch.device("cpu"),
-                     algorithms.get(cfg.algo))[1][0]
+    device = torch.device("cpu" if cfg.device == "auto" else cfg.device)  # auto picks the CPU (state.resolve_device)
+    return run_plans(cfg.replace(torch_threads=cfg.torch_threads or 1), device, algorithms.get(cfg.algo))[1][0]
 
 
 # The job, as run inside a local worker process or a Ray task ---------------------------
