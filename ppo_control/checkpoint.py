@@ -90,6 +90,11 @@ def atomic_write_text(path, text: str) -> None:
     _atomic_write(Path(path), lambda f: f.write(text.encode()))
 
 
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (figures: a crash mid-write keeps the old file)."""
+    _atomic_write(Path(path), lambda f: f.write(data))
+
+
 def save_checkpoint(path, state: dict) -> None:
     """Write ``state`` (with the format tag added) atomically: a crash mid-write keeps the old file."""
     state = dict(state, format=FORMAT)

@@ -205,18 +205,19 @@ def write_png(fig: Figure, out: Path, text: Dict[str, str]) -> None:
     Curves, bands and labels on white use few colours: the palette image looks the same and is about 3x
     smaller than matplotlib's RGBA file (a 10-panel figure: 602 -> 181 kB), which keeps results/ small."""
     import io
-    import os
 
     from PIL import Image, PngImagePlugin
+
+    from ..checkpoint import atomic_write_bytes
     buf = io.BytesIO()
     fig.savefig(buf, dpi=130, format="png")
     img = Image.open(buf).convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE)
     info = PngImagePlugin.PngInfo()
     for k, v in text.items():
         info.add_text(k, v)
-    tmp = out.with_name(out.name + ".tmp")
-    img.save(tmp, format="PNG", optimize=True, pnginfo=info)
-    os.replace(tmp, out)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", optimize=True, pnginfo=info)
+    atomic_write_bytes(out, buf.getvalue())
 
 
 def label_fields(by: Sequence[str], keys: Sequence[tuple]):
