@@ -5,6 +5,8 @@ unlike env wrappers whose statistics vanish when the env is rebuilt.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -29,16 +31,30 @@ class RunningMeanStd:
         n = x.shape[0]
         # np.add.reduce instead of x.mean/x.var: this runs twice per env step, and the
         # methods' Python wrappers cost more than the arithmetic for a handful of envs
-        if n == 1:
-            b_mean, b_m2 = x[0], 0.0
-        else:
-            b_mean = np.add.reduce(x, 0) / n
-            d = x - b_mean
-            b_m2 = np.add.reduce(d * d, 0)
+        if n == 1:  # the batch's own spread is 0: the general formula without its "+ 0"
+            delta = x[0] - self.mean
+            tot = self.count + 1
+            self.mean = self.mean + delta * (1 / tot)
+            self.var = (self.var * self.count + delta * delta * (self.count / tot)) / tot
+            self.count = tot
+            return
+        b_mean = np.add.reduce(x, 0) / n
+        d = x - b_mean
+        b_m2 = np.add.reduce(d * d, 0)
         delta = b_mean - self.mean
         tot = self.count + n
         self.mean = self.mean + delta * (n / tot)
         self.var = (self.var * self.count + b_m2 + delta * delta * (self.count * n / tot)) / tot
+        self.count = tot
+
+    def update_scalar(self, x: float) -> None:
+        """``update(np.array([x]))`` for a scalar stream (shape ``()``), in Python floats: the same IEEE double
+        arithmetic in the same order, without numpy's per-call cost (the 1-env reward scaler, every env step)."""
+        delta = x - float(self.mean)
+        count = self.count
+        tot = count + 1
+        self.mean = float(self.mean) + delta * (1 / tot)
+        self.var = (float(self.var) * count + delta * delta * (count / tot)) / tot
         self.count = tot
 
     def state_dict(self) -> dict:
@@ -93,6 +109,12 @@ class RewardScaler:
         """reward [N], done [N] (episode ended at this step) -> scaled float32 [N]."""
         if not self.enabled:
             return np.asarray(reward, np.float32)
+        if self.returns.shape == (1,):  # one env: the same arithmetic on Python floats (RunningMeanStd.update_scalar)
+            ret = float(self.returns[0]) * self.gamma + float(reward[0])
+            self.rms.update_scalar(ret)
+            self.returns[0] = 0.0 if done[0] else ret
+            r = float(reward[0]) / math.sqrt(self.rms.var + self.eps)
+            return np.array([min(max(r, -self.clip), self.clip)], np.float32)
         self.returns = self.returns * self.gamma + reward
         self.rms.update(self.returns)
         self.returns[done] = 0.0

@@ -108,10 +108,12 @@ def value_term(critic: ValueNet, mb: Dict[str, torch.Tensor], cfg: Config) -> to
 
 
 def shuffled_minibatches(table: torch.Tensor, col: dict, generator: torch.Generator, epochs: int, n_mb: int,
-                         refresh: Optional[Callable[[], Dict[str, torch.Tensor]]] = None):
+                         refresh: Optional[Callable[[], Dict[str, torch.Tensor]]] = None, normalise: Optional[str] = None):
     """Per epoch, the list of ``n_mb`` minibatches of one shuffle of ``table``'s ``[B, F]`` rows (a
     ``torch.randperm`` from ``generator``): dicts of ``[b, ...]`` views, one per field of ``col`` (``_pack``).
-    ``refresh`` (see :func:`update`) rewrites its fields before every epoch after the first."""
+    ``refresh`` (see :func:`update`) rewrites its fields before every epoch after the first. ``normalise``: a 1-D
+    field given to each minibatch normalised over that minibatch (what ``minibatch_loss`` does with ``norm_adv``),
+    every minibatch of the epoch in one op: the same numbers (tests/test_update.py)."""
     B = table.shape[0]
     b = B // n_mb
     for epoch in range(epochs):
@@ -119,6 +121,10 @@ def shuffled_minibatches(table: torch.Tensor, col: dict, generator: torch.Genera
             for key, x in refresh().items():
                 table[:, col[key]] = x
         shuffled = table[torch.randperm(B, generator=generator).to(table.device)]
+        if normalise is not None and b >= 2:
+            x = shuffled[:n_mb * b, col[normalise]].view(n_mb, b)
+            std, mean = torch.std_mean(x, dim=1, keepdim=True)
+            x.sub_(mean).div_(std + 1e-8)
         # every minibatch's field views made once per epoch (one split per field, not a slice per minibatch)
         parts = {key: shuffled[:, c].split(b) for key, c in col.items()}
         yield [{key: v[k] for key, v in parts.items()} for k in range(n_mb)]
@@ -161,9 +167,14 @@ def update(policy: GaussianPolicy, critic: Optional[ValueNet], optimizer: torch.
         step, loss_critic = MinibatchStep(optimizer, [list(n.parameters()) for n in nets]), critic
     stats, logratios, advs = [], [], []
     epoch, stop = 0, False
-    for epoch, minibatches in enumerate(shuffled_minibatches(table, col, generator, cfg.update_epochs, n_mb, refresh)):
+    # eager: the advantages normalised per minibatch in one op per epoch (the compiled loss keeps its own, the
+    # arithmetic it was traced with)
+    pre = norm_adv and not compiled
+    minibatch_lists = shuffled_minibatches(table, col, generator, cfg.update_epochs, n_mb, refresh,
+                                           normalise="advantages" if pre else None)
+    for epoch, minibatches in enumerate(minibatch_lists):
         for mb in minibatches:
-            loss, st, logratio, adv = loss_fn(policy, loss_critic, mb, cfg, norm_adv, terms)
+            loss, st, logratio, adv = loss_fn(policy, loss_critic, mb, cfg, norm_adv and not pre, terms)
             step(loss, cfg.max_grad_norm)
             stats += st.values()
             logratios.append(logratio)

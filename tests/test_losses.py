@@ -33,6 +33,29 @@ def test_dual_clip_bounds_only_negative_advantages():
     assert act.tolist() == [False, False, False, True, False, False, False]
 
 
+def _min_max_form(ratio, adv, clip, dual_clip=None):
+    """The clipped surrogate as papers write it: -min(r A, clip(r) A), and max(., c A) where A < 0."""
+    surr = torch.min(ratio * adv, ratio.clamp(1.0 - clip, 1.0 + clip) * adv)
+    if dual_clip is not None:
+        surr = torch.where(adv < 0, torch.max(surr, dual_clip * adv), surr)
+    return -surr
+
+
+@pytest.mark.parametrize("dual", [None, 3.0])
+def test_clipped_surrogate_is_the_min_max_form_bit_for_bit(dual):
+    g = torch.Generator().manual_seed(0)
+    for k in range(200):
+        r = torch.exp(torch.randn(64, generator=g) * 0.4 * (1 + k % 4))
+        r[:4] = torch.tensor([0.8, 1.2, 0.5, 1.0])  # on the clip bounds (float32 ties) and inside
+        a = torch.randn(64, generator=g) * 10.0 ** (k % 3 - 1)
+        a[4] = 0.0
+        r1, r2 = r.clone().requires_grad_(), r.clone().requires_grad_()
+        l1, l2 = clipped_surrogate(r1, a, 0.2, dual), _min_max_form(r2, a, 0.2, dual)
+        l1.mean().backward()
+        l2.mean().backward()
+        assert torch.equal(l1, l2) and torch.equal(r1.grad, r2.grad)
+
+
 def test_value_loss_plain_and_clipped():
     v, ret, old = torch.tensor([1.0, 3.0]), torch.tensor([0.0, 0.0]), torch.tensor([0.0, 2.9])
     assert value_loss(v, ret).tolist() == pytest.approx([0.5, 4.5])

@@ -294,3 +294,20 @@ def test_a_stop_gives_up_queued_kernel_compiles_and_later_compiles_get_a_fresh_p
     fresh.shutdown()
     AsyncCompile.pool.cache_clear()
     assert update_mod.abandon_compile_work() == 0  # nothing to give up
+
+
+def test_advantages_normalised_per_epoch_are_those_of_each_minibatch():
+    """shuffled_minibatches(normalise=...) normalises every minibatch of an epoch in one op: bit for bit what
+    _normalise gives each minibatch on its own (the loss's norm_adv), for uneven batch sizes too."""
+    g = torch.Generator().manual_seed(0)
+    for B, n_mb in [(2048, 32), (2050, 32), (512, 4), (300, 7)]:
+        table = torch.randn(B, 5, generator=g) * 30 + 4
+        col = {"obs": slice(0, 3), "advantages": 3, "logprobs": 4}
+        plain = update_mod.shuffled_minibatches(table.clone(), col, torch.Generator().manual_seed(1), 2, n_mb)
+        pre = update_mod.shuffled_minibatches(table.clone(), col, torch.Generator().manual_seed(1), 2, n_mb,
+                                              normalise="advantages")
+        for mbs, mbs_pre in zip(plain, pre):
+            assert len(mbs) == len(mbs_pre) == n_mb
+            for mb, mb_pre in zip(mbs, mbs_pre):
+                assert torch.equal(update_mod._normalise(mb["advantages"]), mb_pre["advantages"])
+                assert torch.equal(mb["obs"], mb_pre["obs"]) and torch.equal(mb["logprobs"], mb_pre["logprobs"])

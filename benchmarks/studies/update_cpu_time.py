@@ -42,7 +42,11 @@ CHECKS = [("classic", "classic", "HalfCheetah-v5", {}),
           ("grpo", "grpo", "InvertedPendulum-v5", {}),
           ("grpo", "grpo", "HalfCheetah-v5", {}),
           ("grpo kl_coef 0.05", "grpo", "HalfCheetah-v5", {"kl_coef": 0.05}),
-          ("classic compile on", "classic", "InvertedPendulum-v5", {"compile": "on"})]
+          ("classic compile on", "classic", "InvertedPendulum-v5", {"compile": "on"}),
+          ("classic dual_clip 3", "classic", "HalfCheetah-v5", {"dual_clip": 3.0}),
+          ("classic parallel critic", "classic", "HalfCheetah-v5", {"parallel_critic": "on"}),
+          ("tuned", "tuned", "Hopper-v5", {}),
+          ("default", "default", "Walker2d-v5", {})]
 
 CHILD = r"""
 import json, sys
