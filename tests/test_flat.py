@@ -172,3 +172,22 @@ def test_the_clipping_is_clip_grad_norm_per_network_bit_for_bit():
     assert float(coef) == pytest.approx(1 / (5 + 1e-6), rel=1e-7)
     (coef,) = flat_mod.clip_coefs([torch.tensor(0.3), torch.tensor(0.4)], [2], 1.0)
     assert float(coef) == 1.0  # a norm of 0.5 under max_norm 1 is left alone
+
+
+def test_backward_gives_loss_backwards_gradients_bit_for_bit():
+    """flat.backward calls the autograd engine without torch.autograd.backward's device-thread context: the same
+    gradients, accumulated onto existing ones as loss.backward() accumulates."""
+    torch.manual_seed(0)
+    cfg = make_config("classic")
+    pi, vf = make_policy(cfg, 17, 6), make_critic(cfg, 17)
+    obs, act = torch.randn(64, 17), torch.randn(64, 6)
+    grads = []
+    for fn in (lambda l: l.backward(), flat_mod.backward):
+        for p in (*pi.parameters(), *vf.parameters()):
+            p.grad = None
+        for _ in range(2):  # the second call accumulates
+            logp, _ = pi.log_prob_entropy(obs, act)
+            fn(-(logp.exp().clamp(0.8, 1.2) * 1.5).mean() + vf(obs).square().mean())
+        grads.append([p.grad.clone() for p in (*pi.parameters(), *vf.parameters())])
+    assert flat_mod._ENGINE is not None  # this torch has the handle: the engine path ran above
+    assert all(torch.equal(a, b) for a, b in zip(*grads))
