@@ -82,11 +82,16 @@ def clipped_share(actions: torch.Tensor, low: np.ndarray, high: np.ndarray) -> f
     return float(((actions < lo) | (actions > hi)).float().mean())
 
 
-def record_step(rs: RolloutState, reward: np.ndarray, done: np.ndarray) -> None:
-    """Accumulate raw rewards [N]; finished episodes go to ``rs.episodes``."""
-    rs.ep_return += reward
-    rs.ep_length += 1
-    if done.any():  # the bookkeeping of an ending only where one ended (most steps end nothing)
+def record_step(rs: RolloutState, reward: np.ndarray, done: np.ndarray, any_done: Optional[bool] = None) -> None:
+    """Accumulate raw rewards [N]; finished episodes go to ``rs.episodes``. ``any_done``: ``done.any()``, where
+    the caller has it."""
+    if reward.shape == (1,):  # one env: the same float64 additions on the elements, without two array ops
+        rs.ep_return[0] += reward[0]
+        rs.ep_length[0] += 1
+    else:
+        rs.ep_return += reward
+        rs.ep_length += 1
+    if done.any() if any_done is None else any_done:  # the bookkeeping of an ending only where one ended
         for i in np.flatnonzero(done):
             rs.episodes.append((float(rs.ep_return[i]), int(rs.ep_length[i])))
         rs.ep_return[done] = 0.0
@@ -119,10 +124,11 @@ def collect_steps(envs: VecEnv, policy: GaussianPolicy, critic: ValueNet, obs_no
         act_buf[t] = actor.sample(o, None if noise is None else noise[t])
         next_obs, r, term, trunc, final_obs = envs.step(envs.clip_actions(act_buf[t]))
         done = term | trunc
-        record_step(rs, r, done)
+        any_done = done.any()
+        record_step(rs, r, done, any_done)
         rew_buf[t] = rew_scaler(r, done)
         term_buf[t], trunc_buf[t] = term, trunc
-        if trunc.any() and (cut := np.flatnonzero(trunc & ~term)).size:  # most steps end no episode
+        if any_done and trunc.any() and (cut := np.flatnonzero(trunc & ~term)).size:  # most steps end no episode
             boot_at.append((t, cut))
             boot_obs.append(obs_norm(final_obs[cut]))
         rs.obs = next_obs

@@ -48,3 +48,17 @@ def test_collect_steps_acts_with_the_per_step_noise_stream():
     after.standard_normal((7, 2, envs.act_dim), dtype=np.float32)
     assert replay.random() == after.random()
     envs.close()
+
+
+def test_record_step_one_env_path_keeps_the_books_of_the_array_path():
+    """One env takes element-wise additions; the episodes, returns and lengths are those of the array path."""
+    from ppo_control.rollout import RolloutState, record_step
+    rng = np.random.default_rng(0)
+    rewards, dones = rng.normal(size=300), rng.random(300) < 0.05
+    one = RolloutState(obs=np.zeros((1, 2)), ep_return=np.zeros(1), ep_length=np.zeros(1, np.int64))
+    two = RolloutState(obs=np.zeros((2, 2)), ep_return=np.zeros(2), ep_length=np.zeros(2, np.int64))
+    for r, d in zip(rewards, dones):
+        record_step(one, np.array([r]), np.array([d]))
+        record_step(two, np.array([r, r]), np.array([d, d]), bool(d))
+    assert one.episodes == two.episodes[::2] == two.episodes[1::2] and len(one.episodes) == dones.sum()
+    assert one.ep_return[0] == two.ep_return[0] and one.ep_length[0] == two.ep_length[0]
