@@ -245,3 +245,20 @@ def test_a_compressed_metrics_file_reads_the_same(tmp_path):
     (d / "metrics.jsonl").unlink()
     r = load_run(d)
     assert r.rows == rows and r.returns.tolist() == [1.0, 3.0]
+
+
+def test_hold_ratio_is_the_final_eval_over_the_runs_own_eval_at_1m(tmp_path):
+    from ppo_control.experiments.aggregate import hold_ratio
+    from ppo_control.experiments.report import _metric_cell
+    runs = []
+    for name, final, at_1m in (("a", 900.0, 1000.0), ("b", 2400.0, 1200.0)):
+        d = make_run(tmp_path, name, [1.0, 2.0], total_steps=3_000_000)
+        with open(d / "metrics.jsonl", "a") as f:  # evaluations at 0.5M, 1M (the one used), 2M
+            for step, v in ((500_000, 50.0), (1_000_000, at_1m), (2_000_000, 5.0)):
+                f.write(json.dumps({"iteration": 9, "global_step": step, "wall_time": 1.0, "eval/return": v}) + "\n")
+        summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").exists() else {}
+        (d / "summary.json").write_text(json.dumps(dict(summary, eval_return=final)))
+        runs.append(load_run(d))
+    assert hold_ratio(runs[0]) == pytest.approx(0.9) and hold_ratio(runs[1]) == pytest.approx(2.0)
+    assert _metric_cell("hold_1m", runs)[0] == "90%"  # the worst seed
+    assert math.isnan(hold_ratio(runs[0], at=5_000_000))  # no evaluation that late

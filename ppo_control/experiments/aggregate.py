@@ -68,6 +68,8 @@ class Run:
             return curve_auc(self.steps, self.returns)
         if key == "late_eval":
             return late_eval(self)
+        if key == "hold_1m":
+            return hold_ratio(self)
         v = (self.summary or {}).get(key)
         return float(v) if v is not None else float("nan")
 
@@ -84,6 +86,18 @@ def late_eval(run: "Run", fraction: float = LATE_FRACTION) -> float:
     start = fraction * float(run.config.get("total_steps") or 0)
     late = values[steps >= start]
     return float(np.mean(late)) if len(late) else float("nan")
+
+
+def hold_ratio(run: "Run", at: float = 1_000_000) -> float:
+    """The run's final deterministic evaluation (summary's ``eval_return``) divided by its periodic evaluation
+    (``eval/return``) at the first evaluation at or after ``at`` steps: below 1 where the policy lost return
+    after ``at`` (0.9 = 10% below). NaN without either, or where the evaluation at ``at`` is not positive."""
+    steps, values = run.column(EVAL_KEY)
+    after = values[steps >= at]
+    final = (run.summary or {}).get("eval_return")
+    if not len(after) or final is None or not after[0] > 0:
+        return float("nan")
+    return float(final) / float(after[0])
 
 
 def find_run_dirs(paths: Iterable) -> List[Path]:

@@ -47,6 +47,8 @@ METRICS = {
     "auc": ("AUC/step", "mean height of the training-return curve"),
     "eval_return_iqm": ("eval IQM", "interquartile mean of the seeds' eval return (>= 4 seeds)"),
     "final_return_iqm": ("final IQM", "interquartile mean of the seeds' final return (>= 4 seeds)"),
+    "hold_1m": ("worst seed, eval / its 1M eval", "lowest over the seeds of the final evaluation divided by the same "
+                "run's periodic evaluation at 1M steps (below 100%: the seed lost return after 1M)"),
     "wall_time": ("wall time / run", "mean training wall time of one run (machines and load differ between runs: "
                   "not a speed measurement)"),
     "SPS": ("SPS", "mean env steps per second of training"),
@@ -141,6 +143,10 @@ def _metric_cell(m: str, done: List[Run]) -> Tuple[str, dict]:
     if m in SEED_METRICS or m.endswith("_iqm"):
         text, st = _mean_ci([r.metric(m.replace("_iqm", "")) for r in done])
         return (_fmt(st["iqm"]) if m.endswith("_iqm") else text), st
+    if m == "hold_1m":
+        vals = [v for v in (r.metric(m) for r in done) if math.isfinite(v)]
+        v = min(vals) if vals else float("nan")
+        return ("—" if not vals else f"{v:.0%}"), {"min": v}
     if m == "peak_mean_eval":
         v = peak_of_mean_eval(done) if done else float("nan")
         return _fmt(v), {"value": v}
