@@ -231,6 +231,27 @@ def test_sigterm_to_the_runner_and_its_whole_group_saves_once_and_leaves_no_proc
     assert log_lines(out)[-1]["status"] == "interrupted", output[-2000:]
 
 
+@pytest.mark.slow
+def test_ctrl_c_to_the_whole_group_leaves_no_process_holding_the_run(tmp_path):
+    """What a terminal's Ctrl-C and ``kill -INT -- -PGID`` do: SIGINT to every process of the runner's group at
+    once. The job saves and the runner exits 130, and the pool worker that ran the job exits too (it once waited
+    on, ignoring signals, with the run directory's lock held, so the run could not be resumed until killed)."""
+    proc, out = _start_long_runner(tmp_path)
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        output = proc.communicate(timeout=90)[0].decode()
+        deadline = time.time() + 10
+        while _group_alive(proc.pid) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not _group_alive(proc.pid), "a process of the runner's group outlived it"
+    finally:
+        _kill_group(proc.pid)
+    assert proc.returncode == 130, output[-2000:]
+    assert load_checkpoint(out / "long")["iteration"] >= 2
+    [cfg] = prepare([("long", make_config("default", **LONG))], out)
+    assert job_action(cfg) == ("resume", None)
+
+
 def test_ray_backend_without_ray_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` fail
     with pytest.raises(RuntimeError, match="pip install"):

@@ -208,8 +208,11 @@ def _stop_local(running: dict, log: _Log) -> None:
     for fut in done:
         cfg, pool, t0, action = running[fut]
         log.record(_local_result(fut, cfg, t0, action, stopping=True))
-    for cfg, pool, _, _ in running.values():
-        pool.shutdown(wait=False, cancel_futures=True)
+    for fut, (cfg, pool, _, _) in running.items():
+        # a worker whose job returned waits in the pool for its next call, ignoring stop signals (_worker_init):
+        # only the pool's shutdown message ends it, so wait for that here. Without the wait the runner could exit
+        # first, and the worker lived on after a Ctrl-C to the group, holding the run directory's lock.
+        pool.shutdown(wait=fut in done, cancel_futures=True)
 
 
 def add_runner_args(p) -> None:
