@@ -32,11 +32,7 @@ class RunningMeanStd:
         # np.add.reduce instead of x.mean/x.var: this runs twice per env step, and the
         # methods' Python wrappers cost more than the arithmetic for a handful of envs
         if n == 1:  # the batch's own spread is 0: the general formula without its "+ 0"
-            delta = x[0] - self.mean
-            tot = self.count + 1
-            self.mean = self.mean + delta * (1 / tot)
-            self.var = (self.var * self.count + delta * delta * (self.count / tot)) / tot
-            self.count = tot
+            self._fold_one(x[0])
             return
         b_mean = np.add.reduce(x, 0) / n
         d = x - b_mean
@@ -50,11 +46,15 @@ class RunningMeanStd:
     def update_scalar(self, x: float) -> None:
         """``update(np.array([x]))`` for a scalar stream (shape ``()``), in Python floats: the same IEEE double
         arithmetic in the same order, without numpy's per-call cost (the 1-env reward scaler, every env step)."""
-        delta = x - float(self.mean)
-        count = self.count
-        tot = count + 1
-        self.mean = float(self.mean) + delta * (1 / tot)
-        self.var = (float(self.var) * count + delta * delta * (count / tot)) / tot
+        self.mean, self.var = float(self.mean), float(self.var)  # 0-d arrays after a checkpoint load
+        self._fold_one(x)
+
+    def _fold_one(self, x) -> None:
+        """Fold one sample ``x`` (an array of ``shape``, or a float with float statistics) into the statistics."""
+        delta = x - self.mean
+        tot = self.count + 1
+        self.mean = self.mean + delta * (1 / tot)
+        self.var = (self.var * self.count + delta * delta * (self.count / tot)) / tot
         self.count = tot
 
     def state_dict(self) -> dict:

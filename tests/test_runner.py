@@ -186,6 +186,13 @@ def _group_alive(pgid) -> bool:
     return True
 
 
+def _assert_group_ends(pgid, timeout: float = 10.0) -> None:
+    deadline = time.time() + timeout
+    while _group_alive(pgid) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not _group_alive(pgid), "a process of the runner's group outlived it"
+
+
 def _kill_group(pgid) -> None:
     if _group_alive(pgid):
         os.killpg(pgid, signal.SIGKILL)
@@ -219,10 +226,7 @@ def test_sigterm_to_the_runner_and_its_whole_group_saves_once_and_leaves_no_proc
         proc.send_signal(signal.SIGTERM)
         os.killpg(proc.pid, signal.SIGTERM)
         output = proc.communicate(timeout=90)[0].decode()  # EOF only once every holder of the pipe exits
-        deadline = time.time() + 10
-        while _group_alive(proc.pid) and time.time() < deadline:
-            time.sleep(0.1)
-        assert not _group_alive(proc.pid), "a process of the runner's group outlived it"
+        _assert_group_ends(proc.pid)
     finally:
         _kill_group(proc.pid)
     assert proc.returncode == 130, output[-2000:]
@@ -240,10 +244,7 @@ def test_ctrl_c_to_the_whole_group_leaves_no_process_holding_the_run(tmp_path):
     try:
         os.killpg(proc.pid, signal.SIGINT)
         output = proc.communicate(timeout=90)[0].decode()
-        deadline = time.time() + 10
-        while _group_alive(proc.pid) and time.time() < deadline:
-            time.sleep(0.1)
-        assert not _group_alive(proc.pid), "a process of the runner's group outlived it"
+        _assert_group_ends(proc.pid)
     finally:
         _kill_group(proc.pid)
     assert proc.returncode == 130, output[-2000:]
