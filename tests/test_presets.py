@@ -12,7 +12,8 @@ GOLDEN = json.loads((Path(__file__).parent / "data" / "preset_golden.json").read
 # task rows changed on purpose since the golden file was written, each by a measurement its row's source names:
 # case -> the fields it now sets (config and applied task-row fields alike), or the error it now raises
 _ANT = {"anneal_lr": False, "lr_adapt_kl": 0.01}
-_SWIMMER = {"gamma": 0.9999, "norm_reward": False, "value_norm": True, "adv_every_epoch": True, "vf_coef": 0.25}
+_SWIMMER = {"gamma": 0.9999, "norm_reward": False, "value_norm": True, "adv_every_epoch": True, "vf_coef": 0.25,
+            "num_steps": 1024, "num_minibatches": 32}
 CHANGED = {"tuned|Ant-v5|": _ANT, "tuned|Humanoid-v5|": _ANT, "tuned|Humanoid-v5|grpo": _ANT, "tuned|Swimmer-v5|": _SWIMMER,
            "tuned|Swimmer-v5|grpo": {"error": "adv_every_epoch is a PPO option (GRPO has no critic); remove "
                                               "--adv-every-epoch"}}
