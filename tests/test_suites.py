@@ -51,6 +51,24 @@ def test_settings_grid_cells_and_per_task_seeds_become_jobs():
                                                   ("gae_lambda=0.99,ent_coef=0", 3)]
 
 
+def test_a_settings_own_seeds_win_over_the_suites_per_task_seeds():
+    # nearest word wins: setting seeds_for[task] > setting seeds > suite seeds_for[task] > suite seeds
+    s = suite('''tasks = ["Hopper-v5", "HalfCheetah-v5"]
+seeds = [1, 2]
+seeds_for = { "HalfCheetah-v5" = [1, 2, 3] }
+[settings.inherits]
+[settings.own]
+seeds = [4]
+[settings.own_per_task]
+seeds = [4]
+seeds_for = { "Hopper-v5" = [5, 6] }
+''')
+    got = {x.name: {t: x.seeds[t] for t in x.tasks} for x in s.settings}
+    assert got == {"inherits": {"Hopper-v5": (1, 2), "HalfCheetah-v5": (1, 2, 3)},
+                   "own": {"Hopper-v5": (4,), "HalfCheetah-v5": (4,)},
+                   "own_per_task": {"Hopper-v5": (5, 6), "HalfCheetah-v5": (4,)}}
+
+
 def test_bad_suite_files_are_refused_with_the_reason():
     with pytest.raises(ConfigError, match="unknown keys"):
         suite('tasks = ["Hopper-v5"]\nsetings = 1\n')
