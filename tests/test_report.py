@@ -67,6 +67,15 @@ def test_report_writes_the_table_fills_the_page_and_check_passes(repo, capsys):
     assert "report --check: 0 would change; 1 tables and 1 pages checked" in capsys.readouterr().out
 
 
+def test_a_tasks_note_column_is_written_once_on_its_first_row(repo, capsys):
+    suite = repo / "benchmarks" / "suites" / "tiny.toml"
+    suite.write_text(SUITE + '[table.notes]\n"published" = { "Hopper-v5" = "3,128 (X)" }\n')
+    assert main(["report", "tiny"]) == 0
+    lines = first_table((repo / "results" / "tiny" / "t.md").read_text()).splitlines()
+    assert lines[0].endswith("| published |")
+    assert lines[2].endswith("| 100% [50, 150] | 3,128 (X) |") and lines[3].endswith("| (baseline) |  |")
+
+
 def test_check_names_every_stale_table_and_page_and_ignores_footers(repo, capsys):
     assert main(["report", "tiny"]) == 0
     md = repo / "results" / "tiny" / "t.md"

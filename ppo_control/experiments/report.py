@@ -133,7 +133,9 @@ def table_rows(spec: dict, groups) -> Tuple[List[str], List[List[str]], List[dic
         if base:
             line.append("(baseline)" if setting == base else
                         _ratio_cell(done, groups.get((task, base), ([], []))[1], ratio_of, row))
-        line += [str(notes[c].get(task, "—")) for c in notes]
+        # a task's note once, on its first row (the rows of one task are adjacent)
+        first = not cells or cells[-1][0] != task
+        line += [str(notes[c].get(task, "—")) if first else "" for c in notes]
         cells.append(line)
         rows.append(row)
     return head, cells, rows
