@@ -159,8 +159,8 @@ def parse_suite(data: dict, name: str, path: Path = Path("-")) -> Suite:
                               f"{sorted(_NOT_SET)}, or {sorted(_SETTING_KEYS)})")
         s_tasks = list(spec.get("tasks", tasks))
         # the nearest word wins: the setting's seeds_for, then its seeds, then the suite's seeds_for, then seeds
-        s_seeds = {t: tuple(spec["seeds_for"][t] if t in spec.get("seeds_for", {}) else spec["seeds"]
-                            if "seeds" in spec else seeds_for.get(t, seeds)) for t in s_tasks}
+        inherited = {t: spec["seeds"] if "seeds" in spec else seeds_for.get(t, seeds) for t in s_tasks}
+        s_seeds = {t: tuple(spec.get("seeds_for", {}).get(t, inherited[t])) for t in s_tasks}
         try:
             overrides = _typed({**base, **{k: v for k, v in spec.items() if k in _FIELDS and k != "preset"}})
         except ConfigError as e:
